@@ -1,0 +1,178 @@
+/*
+ * The accgen driver interface.
+ *
+ * Every backend that accgen generates talks to its device through this C
+ * interface and nothing else: devices, memory, copies, streams, events, kernel
+ * launches and error strings, in the spirit of a CUDA-like runtime. accgen
+ * ships one implementation, the CPU emulator in runtime_emulator/; a vendor
+ * replaces it with a library over their real driver that exports the same
+ * symbols, and the generated code does not change.
+ *
+ * Contract for every function:
+ *  - it returns an accError_t and never throws, aborts or exits on bad input;
+ *  - "the current device" is per host thread and starts at device 0;
+ *  - a NULL accStream_t means the default stream of the current device;
+ *  - errors raised inside a launched kernel are sticky on their stream and are
+ *    returned by the next accStreamSynchronize / accStreamQuery on it (and by
+ *    accDeviceSynchronize).
+ *
+ * docs/driver-interface.md documents each function in prose.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ errors */
+
+typedef enum accError {
+  accSuccess = 0,
+  accErrorInvalidValue = 1,      /* an argument is out of range or NULL */
+  accErrorInvalidDevice = 2,     /* a device index outside [0, count) */
+  accErrorMemoryAllocation = 3,  /* out of device or host memory */
+  accErrorNotReady = 4,          /* queried work has not completed yet */
+  accErrorInvalidHandle = 5,     /* unknown stream, event or pointer */
+  accErrorLaunchFailure = 6,     /* a launched kernel reported an error */
+  accErrorNotInitialized = 7,    /* accInit given after first use */
+} accError_t;
+
+/* A static, human-readable message for `error` (never NULL). */
+const char* accGetErrorString(accError_t error);
+/* The enumerator's name, e.g. "accErrorInvalidDevice" (never NULL). */
+const char* accGetErrorName(accError_t error);
+
+/* -------------------------------------------------------- initialisation */
+
+/* Hints a backend gives the driver before first use. A field of 0 keeps the
+ * driver's own default. A real driver may ignore them; the emulator uses them
+ * as its defaults, which environment variables override (see
+ * docs/driver-interface.md: ACCGEN_EMU_DEVICE_COUNT, ACCGEN_EMU_MEMORY_BYTES). */
+typedef struct accInitParams {
+  int deviceCount;           /* number of devices */
+  uint64_t memoryPerDevice;  /* device memory capacity in bytes */
+} accInitParams;
+
+/* Optional; must come before any other call except the error-string ones,
+ * otherwise it returns accErrorNotInitialized and changes nothing. */
+accError_t accInit(const accInitParams* params);
+
+/* ----------------------------------------------------------------- devices */
+
+typedef struct accDeviceProp {
+  char name[256];
+  uint64_t totalGlobalMem;   /* bytes */
+  int multiProcessorCount;   /* compute units */
+  int major;                 /* capability version */
+  int minor;
+} accDeviceProp;
+
+accError_t accGetDeviceCount(int* count);
+accError_t accGetDevice(int* device);
+accError_t accSetDevice(int device);
+accError_t accGetDeviceProperties(accDeviceProp* prop, int device);
+/* Waits for all work on every stream of the current device. */
+accError_t accDeviceSynchronize(void);
+
+/* ------------------------------------------------------------------ memory */
+
+typedef enum accMemcpyKind {
+  accMemcpyHostToHost = 0,
+  accMemcpyHostToDevice = 1,
+  accMemcpyDeviceToHost = 2,
+  accMemcpyDeviceToDevice = 3,
+  accMemcpyDefault = 4, /* inferred from the pointers */
+} accMemcpyKind;
+
+typedef enum accMemoryType {
+  accMemoryTypeUnregistered = 0, /* ordinary host memory, unknown to the driver */
+  accMemoryTypeHost = 1,         /* pinned host memory from accMallocHost */
+  accMemoryTypeDevice = 2,       /* device memory from accMalloc */
+} accMemoryType;
+
+typedef struct accPointerAttributes {
+  accMemoryType type;
+  int device;           /* owning device, -1 for host memory */
+  void* basePointer;    /* start of the allocation holding the pointer */
+  size_t allocationSize;
+} accPointerAttributes;
+
+/* Device memory on the current device. A zero size yields NULL and success. */
+accError_t accMalloc(void** ptr, size_t size);
+/* Frees device memory; NULL is a no-op; unknown or freed pointers are
+ * accErrorInvalidValue. Waits for pending work on the device first. */
+accError_t accFree(void* ptr);
+accError_t accMallocHost(void** ptr, size_t size);
+accError_t accFreeHost(void* ptr);
+accError_t accMemGetInfo(size_t* free_bytes, size_t* total_bytes);
+accError_t accPointerGetAttributes(accPointerAttributes* attributes,
+                                   const void* ptr);
+
+typedef struct accStream_st* accStream_t;
+
+accError_t accMemset(void* dev_ptr, int value, size_t count);
+accError_t accMemsetAsync(void* dev_ptr, int value, size_t count,
+                          accStream_t stream);
+/* Copies `count` bytes; the kind must match the pointers (a device pointer
+ * where the kind says host is accErrorInvalidValue). Device-to-device works
+ * within a device and across devices. */
+accError_t accMemcpy(void* dst, const void* src, size_t count,
+                     accMemcpyKind kind);
+accError_t accMemcpyAsync(void* dst, const void* src, size_t count,
+                          accMemcpyKind kind, accStream_t stream);
+
+/* ----------------------------------------------------------------- streams */
+
+typedef struct accEvent_st* accEvent_t;
+
+/* Lower numbers are higher priorities, as in CUDA: greatest <= least. */
+accError_t accDeviceGetStreamPriorityRange(int* least, int* greatest);
+accError_t accStreamCreate(accStream_t* stream);
+accError_t accStreamCreateWithPriority(accStream_t* stream, unsigned flags,
+                                       int priority);
+/* Waits for the stream's pending work, then destroys it. */
+accError_t accStreamDestroy(accStream_t stream);
+/* accSuccess when all work completed, accErrorNotReady otherwise, or the
+ * stream's sticky kernel error. */
+accError_t accStreamQuery(accStream_t stream);
+accError_t accStreamSynchronize(accStream_t stream);
+accError_t accStreamWaitEvent(accStream_t stream, accEvent_t event,
+                              unsigned flags);
+accError_t accStreamGetDevice(accStream_t stream, int* device);
+accError_t accStreamGetPriority(accStream_t stream, int* priority);
+/* The default stream of `device` (never NULL on success). */
+accError_t accGetDefaultStream(int device, accStream_t* stream);
+
+/* An emulated kernel: runs off the caller's thread, in submission order on
+ * its stream. A non-success return becomes the stream's sticky error. */
+typedef accError_t (*accKernelFn_t)(void* user_data);
+
+/* Enqueues `fn(user_data)` on `stream` and returns at once. For its duration
+ * the kernel may read and write the device allocations that hold the
+ * `num_buffers` pointers in `buffers` (and no others): see Note [Device
+ * memory access] in docs/driver-interface.md. */
+accError_t accLaunchKernel(accStream_t stream, accKernelFn_t fn,
+                           void* user_data, const void* const* buffers,
+                           size_t num_buffers);
+
+/* ------------------------------------------------------------------ events */
+
+enum { accEventDefault = 0x0, accEventDisableTiming = 0x2 };
+
+accError_t accEventCreate(accEvent_t* event);
+accError_t accEventCreateWithFlags(accEvent_t* event, unsigned flags);
+accError_t accEventDestroy(accEvent_t event);
+accError_t accEventRecord(accEvent_t event, accStream_t stream);
+/* accSuccess once the recorded work completed (or never recorded),
+ * accErrorNotReady otherwise. */
+accError_t accEventQuery(accEvent_t event);
+accError_t accEventSynchronize(accEvent_t event);
+/* Milliseconds between two completed, timed events. */
+accError_t accEventElapsedTime(float* ms, accEvent_t start, accEvent_t end);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif

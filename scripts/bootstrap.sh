@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs what accgen needs and is missing: Debian packages for the C++
+# dependencies and the pinned torch wheel. Idempotent: a second run installs
+# nothing.
+set -euo pipefail
+
+readonly TORCH_VERSION=2.13.0
+readonly DEB_PACKAGES=(
+  cmake ninja-build g++ ccache clang-format
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libgtest-dev
+  libkainjow-mustache-dev libdtl-dev
+)
+
+missing=()
+for pkg in "${DEB_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  echo "bootstrap: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+have=$("$PY" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null || true)
+if [ "$have" != "$TORCH_VERSION" ]; then
+  echo "bootstrap: installing torch==$TORCH_VERSION"
+  "$PY" -m pip install -q "torch==$TORCH_VERSION"
+fi
+for mod in pytest yaml scikit_build_core pybind11 ninja numpy; do
+  "$PY" -c "import $mod" 2>/dev/null || {
+    pkg=$mod; [ "$mod" = yaml ] && pkg=PyYAML; [ "$mod" = scikit_build_core ] && pkg=scikit-build-core
+    echo "bootstrap: installing $pkg"; "$PY" -m pip install -q "$pkg"; }
+done
