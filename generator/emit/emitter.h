@@ -1,0 +1,55 @@
+// The emitter interface: each output family (runtime glue, registrations,
+// Python package, build files, ...) is one function from the validated backend
+// model to a list of OutputFiles. Emitters never read YAML and never touch the
+// file system; the renderer fills their templates and the writer writes.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace accgen::model {
+class Backend;
+}  // namespace accgen::model
+
+namespace accgen::emit {
+
+/// One file of the generated tree, before rendering.
+struct OutputFile {
+  /// Path relative to the output directory, '/'-separated.
+  std::string path;
+  /// Template path relative to templates/, e.g.
+  /// "backend/csrc/runtime/DeviceGuard.cpp.mustache".
+  std::string template_name;
+  /// Template data; merged over globalContext() (file keys win).
+  nlohmann::json data = nlohmann::json::object();
+  /// The spec file named in the banner, e.g. "specs/operators.yaml".
+  std::string source = "specs/backend.yaml";
+  /// User-owned: created once from its starter template, never overwritten,
+  /// never removed (kernel bodies).
+  bool user_owned = false;
+};
+
+using EmitFn = std::vector<OutputFile> (*)(const model::Backend&);
+
+/// A registered output family (the registry is one table in registry.cpp).
+struct Emitter {
+  std::string_view name;
+  std::string_view description;
+  EmitFn fn;
+};
+
+/// Every emitter, in a fixed order.
+const std::vector<Emitter>& registry();
+
+/// Values every template may use: device, DEVICE, package, namespace,
+/// device_count, memory_bytes, fallback_cpu, fallback_error, ...
+nlohmann::json globalContext(const model::Backend& backend);
+
+/// Runs every emitter; the result is sorted by path. Two emitters producing
+/// one path is an internal error.
+std::vector<OutputFile> emitAll(const model::Backend& backend);
+
+}  // namespace accgen::emit
