@@ -8,7 +8,7 @@ readonly TORCH_VERSION=2.13.0
 readonly DEB_PACKAGES=(
   cmake ninja-build g++ ccache clang-format
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libgtest-dev
-  libkainjow-mustache-dev libdtl-dev
+  libkainjow-mustache-dev libdtl-dev libxxhash-dev
 )
 
 missing=()

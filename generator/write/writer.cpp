@@ -1,0 +1,257 @@
+// Safe writing of the generated tree: plan first, then write through
+// temporary files and renames, then the manifest last.
+#include "generator/write/writer.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <dtl/dtl.hpp>
+#include <xxhash.h>
+
+#include "generator/support/diagnostics.h"
+
+namespace accgen::write {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::optional<std::string> readIfExists(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void writeAtomically(const fs::path& path, const std::string& content) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  if (ec) {
+    throw AccgenError(ExitCode::kInternal, "cannot create directory '" +
+                                               path.parent_path().string() +
+                                               "': " + ec.message());
+  }
+  fs::path tmp = path;
+  tmp += ".accgen-tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << content;
+    out.flush();
+    if (!out) {
+      throw AccgenError(ExitCode::kInternal,
+                        "cannot write '" + tmp.string() + "'");
+    }
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp);
+    throw AccgenError(ExitCode::kInternal, "cannot rename '" + tmp.string() +
+                                               "': " + ec.message());
+  }
+}
+
+/// Previously generated files and their hashes, from the old manifest.
+std::map<std::string, std::string> loadManifestHashes(const fs::path& out) {
+  std::map<std::string, std::string> hashes;
+  auto text = readIfExists(out / kManifestName);
+  if (!text) return hashes;
+  auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.contains("files")) {
+    throw AccgenError(ExitCode::kInvalidInput,
+                      (out / kManifestName).string() +
+                          ": error: the manifest is not valid JSON; restore it "
+                          "or remove it together with the generated files");
+  }
+  for (const auto& [path, entry] : j["files"].items()) {
+    hashes[path] = entry.value("hash", "");
+  }
+  return hashes;
+}
+
+/// Removes now-empty directories from `dir` up to (not including) `stop`.
+void pruneEmptyDirs(fs::path dir, const fs::path& stop) {
+  std::error_code ec;
+  while (!dir.empty() && dir != stop && fs::is_directory(dir, ec) &&
+         fs::is_empty(dir, ec)) {
+    fs::remove(dir, ec);
+    dir = dir.parent_path();
+  }
+}
+
+}  // namespace
+
+std::string contentHash(const std::string& bytes) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx",
+                static_cast<unsigned long long>(
+                    XXH3_64bits(bytes.data(), bytes.size())));
+  return buf;
+}
+
+std::string WriteReport::summary() const {
+  std::string s = std::to_string(written.size()) + " written, " +
+                  std::to_string(unchanged.size()) + " unchanged, " +
+                  std::to_string(removed.size()) + " removed";
+  if (!created_user.empty()) {
+    s += ", " + std::to_string(created_user.size()) + " user files created";
+  }
+  return s;
+}
+
+std::string manifestText(const std::vector<RenderedFile>& files,
+                         const nlohmann::json& extra) {
+  nlohmann::ordered_json j;
+  j["generator"] = "accgen";
+  for (const auto& [key, value] : extra.items()) j[key] = value;
+  nlohmann::ordered_json generated = nlohmann::ordered_json::object();
+  nlohmann::ordered_json user = nlohmann::ordered_json::array();
+  std::vector<const RenderedFile*> sorted;
+  for (const auto& f : files) sorted.push_back(&f);
+  std::sort(sorted.begin(), sorted.end(),
+            [](auto* a, auto* b) { return a->path < b->path; });
+  for (const auto* f : sorted) {
+    if (f->user_owned) {
+      user.push_back(f->path);
+    } else {
+      generated[f->path] = {{"hash", contentHash(f->content)}};
+    }
+  }
+  j["files"] = generated;
+  j["user_files"] = user;
+  return j.dump(2) + "\n";
+}
+
+WriteReport writeTree(const std::string& out_dir,
+                      const std::vector<RenderedFile>& files,
+                      const WriteOptions& options) {
+  const fs::path out(out_dir);
+  const auto old_hashes = loadManifestHashes(out);
+  WriteReport report;
+  std::vector<const RenderedFile*> to_write;
+  std::set<std::string> produced;
+
+  for (const auto& f : files) {
+    produced.insert(f.path);
+    auto on_disk = readIfExists(out / f.path);
+    if (f.user_owned) {
+      if (on_disk) {
+        report.kept_user.push_back(f.path);
+      } else {
+        report.created_user.push_back(f.path);
+        to_write.push_back(&f);
+      }
+      continue;
+    }
+    if (on_disk && *on_disk == f.content) {
+      report.unchanged.push_back(f.path);
+      continue;
+    }
+    if (on_disk) {
+      // Ours only if the manifest says so and the bytes are what we wrote.
+      auto it = old_hashes.find(f.path);
+      bool ours = it != old_hashes.end() && it->second == contentHash(*on_disk);
+      if (!ours && !options.force) {
+        report.edited.push_back(f.path);
+        continue;
+      }
+    }
+    report.written.push_back(f.path);
+    to_write.push_back(&f);
+  }
+
+  std::vector<std::string> stale;
+  for (const auto& [path, hash] : old_hashes) {
+    if (produced.count(path)) continue;
+    auto on_disk = readIfExists(out / path);
+    if (!on_disk) continue;
+    if (contentHash(*on_disk) != hash && !options.force) {
+      report.edited.push_back(path);
+      continue;
+    }
+    stale.push_back(path);
+  }
+
+  if (report.refused()) {
+    report.written.clear();
+    report.created_user.clear();
+    return report;
+  }
+
+  for (const auto* f : to_write) writeAtomically(out / f->path, f->content);
+  for (const auto& path : stale) {
+    std::error_code ec;
+    fs::remove(out / path, ec);
+    pruneEmptyDirs((out / path).parent_path(), out);
+    report.removed.push_back(path);
+  }
+  std::string manifest = manifestText(files, options.manifest_extra);
+  if (readIfExists(out / kManifestName) != manifest) {
+    writeAtomically(out / kManifestName, manifest);
+  }
+  return report;
+}
+
+std::string unifiedDiff(const std::string& old_text,
+                        const std::string& new_text,
+                        const std::string& old_label,
+                        const std::string& new_label) {
+  if (old_text == new_text) return "";
+  auto split = [](const std::string& s) {
+    std::vector<std::string> lines;
+    std::istringstream in(s);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  };
+  dtl::Diff<std::string, std::vector<std::string>> diff(split(old_text),
+                                                        split(new_text));
+  diff.onHuge();
+  diff.compose();
+  diff.composeUnifiedHunks();
+  std::ostringstream ss;
+  ss << "--- " << old_label << "\n+++ " << new_label << "\n";
+  diff.printUnifiedFormat(ss);
+  std::string text = ss.str();
+  // Differences only in the final newline leave no hunk; say so.
+  if (text.find("@@") == std::string::npos) {
+    text += "@@ final newline differs @@\n";
+  }
+  return text;
+}
+
+std::vector<std::string> checkTree(const std::string& out_dir,
+                                   const std::vector<RenderedFile>& files,
+                                   const nlohmann::json& manifest_extra) {
+  const fs::path out(out_dir);
+  std::vector<std::string> diffs;
+  std::set<std::string> produced;
+  auto compare = [&](const std::string& path, const std::string& content) {
+    auto on_disk = readIfExists(out / path);
+    std::string d =
+        unifiedDiff(on_disk.value_or(""), content,
+                    on_disk ? "a/" + path : "/dev/null", "b/" + path);
+    if (!d.empty()) diffs.push_back(d);
+  };
+  for (const auto& f : files) {
+    produced.insert(f.path);
+    if (f.user_owned) {
+      if (!fs::exists(out / f.path)) compare(f.path, f.content);
+      continue;
+    }
+    compare(f.path, f.content);
+  }
+  for (const auto& [path, hash] : loadManifestHashes(out)) {
+    if (produced.count(path)) continue;
+    if (auto on_disk = readIfExists(out / path)) {
+      diffs.push_back(unifiedDiff(*on_disk, "", "a/" + path, "/dev/null"));
+    }
+  }
+  compare(kManifestName, manifestText(files, manifest_extra));
+  return diffs;
+}
+
+}  // namespace accgen::write
