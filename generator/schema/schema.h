@@ -207,6 +207,15 @@ struct NativeFunction {
   std::string device_check;
   /// `autogen:` names (operators torchgen generates from this one).
   std::vector<std::string> autogen;
+  /// `use_const_ref_for_mutable_tensors: True`: written tensors are passed
+  /// and returned as `const at::Tensor&` in the C++ signature.
+  bool use_const_ref_for_mutable_tensors = false;
+
+  /// `structured: True` or a structured_delegate: torchgen then passes
+  /// `Tensor[]` as `const at::ITensorListRef&` (cat, cat.out).
+  bool partOfStructuredGroup() const {
+    return structured || !structured_delegate.empty();
+  }
 
   /// The entry's kernel for `key`, or nullptr.
   const std::string* kernelFor(std::string_view key) const;
@@ -276,7 +285,8 @@ class SchemaRegistry {
   std::string torch_version_;
   std::vector<NativeFunction> functions_;
   std::unordered_map<std::string, std::size_t> by_name_;
-  std::unordered_map<std::string, std::vector<std::size_t>> by_signature_;
+  /// Entries by signature name (baseName() without `_functional`).
+  std::unordered_map<std::string, std::vector<std::size_t>> by_group_name_;
 };
 
 // ---------------------------------------------------------------------------
@@ -346,13 +356,33 @@ struct CppSignature {
   std::string functionType() const;
 };
 
-/// The C++ type of one argument type in the dispatcher API.
-CppType argumentCppType(const Type& type);
-/// The C++ return type of a schema's returns.
-CppType returnsCppType(const std::vector<Return>& returns);
+/// Per-entry switches of native_functions.yaml that change the C++ types
+/// (torchgen applies them while generating each entry).
+struct SignatureOptions {
+  /// Written tensors become `const at::Tensor&` (arguments and returns).
+  bool const_ref_for_mutable_tensors = false;
+  /// `Tensor[]` becomes `const at::ITensorListRef&`.
+  bool ilistref_for_tensor_lists = false;
+
+  /// The options torchgen uses for `fn`.
+  static SignatureOptions of(const NativeFunction& fn);
+};
+
+/// The C++ type of one argument type in the dispatcher API. Throws
+/// SchemaParseError (column 0) for a type the dispatcher cannot take.
+CppType argumentCppType(const Type& type, SignatureOptions options = {});
+/// The C++ return type of a schema's returns. Throws SchemaParseError
+/// (column 0) for a return type the dispatcher cannot give.
+CppType returnsCppType(const std::vector<Return>& returns,
+                       SignatureOptions options = {});
 /// Exactly the signature libtorch's dispatcher expects for
-/// `m.impl("name.overload", TORCH_FN(fn))` on a backend key. Throws
-/// SchemaParseError (column 0) for a type it cannot map.
-CppSignature dispatcherSignature(const FunctionSchema& schema);
+/// `m.impl("name.overload", TORCH_FN(fn))` on a backend key: every argument
+/// in schema order (out arguments last, where the schema puts them), no
+/// defaults, no TensorOptions packing, SymInt kept. Throws SchemaParseError
+/// (column 0) for a type it cannot map.
+CppSignature dispatcherSignature(const FunctionSchema& schema,
+                                 SignatureOptions options = {});
+/// The same for a native_functions.yaml entry, with its own options.
+CppSignature dispatcherSignature(const NativeFunction& fn);
 
 }  // namespace accgen::schema
