@@ -1,0 +1,223 @@
+// Mapping, protection and lookup of allocations. The protection change and
+// the access count move together under one mutex per allocation, so a
+// release that protects the mapping can never land after a concurrent
+// acquire that unprotected it.
+#include "allocation.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <limits>
+
+namespace accgen::emulator {
+namespace {
+
+size_t pageSize() {
+  static const size_t page = [] {
+    const long value = sysconf(_SC_PAGESIZE);
+    return value > 0 ? static_cast<size_t>(value) : size_t{4096};
+  }();
+  return page;
+}
+
+// Pinned host memory is cache-line aligned, like the buffers torch allocates.
+constexpr size_t kHostAlignment = 64;
+
+} // namespace
+
+Allocation::Allocation(MemoryKind kind, int device, std::byte* base,
+                       size_t size, size_t mapped_size, bool guarded)
+    : kind_(kind),
+      device_(device),
+      base_(base),
+      size_(size),
+      mapped_size_(mapped_size),
+      guarded_(guarded) {}
+
+std::shared_ptr<Allocation> Allocation::mapDevice(int device, size_t size,
+                                                  bool guarded) {
+  const size_t page = pageSize();
+  if (size == 0 || size > std::numeric_limits<size_t>::max() - page) {
+    return nullptr;
+  }
+  const size_t mapped = (size + page - 1) / page * page;
+  // MAP_NORESERVE: capacity is enforced by accounting, so a large emulated
+  // device does not need the host to commit swap for untouched pages.
+  void* base = mmap(nullptr, mapped, guarded ? PROT_NONE : PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED) {
+    return nullptr;
+  }
+  auto* allocation = new (std::nothrow)
+      Allocation(MemoryKind::kDevice, device, static_cast<std::byte*>(base),
+                 size, mapped, guarded);
+  if (allocation == nullptr) {
+    munmap(base, mapped);
+    return nullptr;
+  }
+  return std::shared_ptr<Allocation>(allocation);
+}
+
+std::shared_ptr<Allocation> Allocation::allocateHost(size_t size) {
+  if (size == 0 ||
+      size > std::numeric_limits<size_t>::max() - kHostAlignment) {
+    return nullptr;
+  }
+  const size_t rounded = (size + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
+  void* base = std::aligned_alloc(kHostAlignment, rounded);
+  if (base == nullptr) {
+    return nullptr;
+  }
+  auto* allocation = new (std::nothrow)
+      Allocation(MemoryKind::kHost, -1, static_cast<std::byte*>(base), size,
+                 rounded, false);
+  if (allocation == nullptr) {
+    std::free(base);
+    return nullptr;
+  }
+  return std::shared_ptr<Allocation>(allocation);
+}
+
+Allocation::~Allocation() {
+  if (kind_ == MemoryKind::kDevice) {
+    munmap(base_, mapped_size_);
+  } else {
+    std::free(base_);
+  }
+}
+
+bool Allocation::acquire() {
+  if (!guarded_) {
+    return true;
+  }
+  std::lock_guard<std::mutex> lock(access_mutex_);
+  if (access_count_ == 0 &&
+      mprotect(base_, mapped_size_, PROT_READ | PROT_WRITE) != 0) {
+    return false;
+  }
+  ++access_count_;
+  return true;
+}
+
+void Allocation::release() {
+  if (!guarded_) {
+    return;
+  }
+  std::lock_guard<std::mutex> lock(access_mutex_);
+  if (--access_count_ == 0) {
+    // A failure leaves the memory accessible, which only weakens the guard.
+    mprotect(base_, mapped_size_, PROT_NONE);
+  }
+}
+
+AccessScope::~AccessScope() {
+  for (size_t i = 0; i < count_ && i < kInline; ++i) {
+    inline_[i]->release();
+  }
+  for (Allocation* allocation : overflow_) {
+    allocation->release();
+  }
+}
+
+bool AccessScope::add(Allocation* allocation) {
+  if (allocation == nullptr) {
+    return true;
+  }
+  if (!allocation->acquire()) {
+    return false;
+  }
+  if (count_ < kInline) {
+    inline_[count_] = allocation;
+  } else {
+    overflow_.push_back(allocation);
+  }
+  ++count_;
+  return true;
+}
+
+void AllocationTable::insert(AllocationRef allocation) {
+  const auto key = reinterpret_cast<uintptr_t>(allocation->base());
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  by_base_.emplace(key, std::move(allocation));
+}
+
+AllocationRef AllocationTable::findLocked(const void* ptr,
+                                          bool allow_end) const {
+  const auto address = reinterpret_cast<uintptr_t>(ptr);
+  auto it = by_base_.upper_bound(address);
+  if (it == by_base_.begin()) {
+    return nullptr;
+  }
+  --it;
+  const uintptr_t offset = address - it->first;
+  const size_t size = it->second->size();
+  if (offset < size || (allow_end && offset == size)) {
+    return it->second;
+  }
+  return nullptr;
+}
+
+AllocationRef AllocationTable::find(const void* ptr) const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return findLocked(ptr, false);
+}
+
+AllocationRef AllocationTable::findForKernel(const void* ptr) const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return findLocked(ptr, true);
+}
+
+bool AllocationTable::findForKernel(const void* const* ptrs, size_t count,
+                                    std::vector<AllocationRef>& out) const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  for (size_t i = 0; i < count; ++i) {
+    if (ptrs[i] == nullptr) {
+      continue;
+    }
+    AllocationRef allocation = findLocked(ptrs[i], true);
+    if (allocation == nullptr) {
+      return false;
+    }
+    out.push_back(std::move(allocation));
+  }
+  return true;
+}
+
+AllocationTable::Region AllocationTable::classify(
+    const void* ptr, size_t count, AllocationRef& allocation) const {
+  const auto address = reinterpret_cast<uintptr_t>(ptr);
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  allocation = findLocked(ptr, false);
+  if (allocation != nullptr) {
+    const uintptr_t offset =
+        address - reinterpret_cast<uintptr_t>(allocation->base());
+    return count <= allocation->size() - offset ? Region::kInside
+                                                : Region::kStraddling;
+  }
+  // Host memory must not run into the next allocation either.
+  auto next = by_base_.upper_bound(address);
+  if (next != by_base_.end() && next->first - address < count) {
+    allocation = next->second;
+    return Region::kStraddling;
+  }
+  return Region::kUnregistered;
+}
+
+AllocationRef AllocationTable::findExact(const void* ptr) const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  auto it = by_base_.find(reinterpret_cast<uintptr_t>(ptr));
+  return it == by_base_.end() ? nullptr : it->second;
+}
+
+bool AllocationTable::erase(const Allocation& allocation) {
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  auto it = by_base_.find(reinterpret_cast<uintptr_t>(allocation.base()));
+  if (it == by_base_.end() || it->second.get() != &allocation) {
+    return false;
+  }
+  by_base_.erase(it);
+  return true;
+}
+
+} // namespace accgen::emulator

@@ -1,0 +1,54 @@
+// accGetErrorString / accGetErrorName: static strings for every code, and a
+// fixed answer for values outside the enum (never NULL). They work before,
+// during and after the runtime's life, and in forked children.
+#include "accgen/driver.h"
+
+extern "C" {
+
+const char* accGetErrorString(accError_t error) {
+  switch (error) {
+    case accSuccess:
+      return "no error";
+    case accErrorInvalidValue:
+      return "invalid argument: a value is out of range, NULL, or names "
+             "memory of the wrong kind";
+    case accErrorInvalidDevice:
+      return "invalid device ordinal";
+    case accErrorMemoryAllocation:
+      return "out of memory";
+    case accErrorNotReady:
+      return "device not ready: the queried work has not completed yet";
+    case accErrorInvalidHandle:
+      return "invalid resource handle: unknown stream, event or pointer";
+    case accErrorLaunchFailure:
+      return "a launched kernel reported an error";
+    case accErrorNotInitialized:
+      return "driver not initialized: accInit after first use, or use in a "
+             "process forked after the driver started";
+  }
+  return "unrecognized error code";
+}
+
+const char* accGetErrorName(accError_t error) {
+  switch (error) {
+    case accSuccess:
+      return "accSuccess";
+    case accErrorInvalidValue:
+      return "accErrorInvalidValue";
+    case accErrorInvalidDevice:
+      return "accErrorInvalidDevice";
+    case accErrorMemoryAllocation:
+      return "accErrorMemoryAllocation";
+    case accErrorNotReady:
+      return "accErrorNotReady";
+    case accErrorInvalidHandle:
+      return "accErrorInvalidHandle";
+    case accErrorLaunchFailure:
+      return "accErrorLaunchFailure";
+    case accErrorNotInitialized:
+      return "accErrorNotInitialized";
+  }
+  return "accErrorUnrecognized";
+}
+
+} // extern "C"

@@ -1,0 +1,88 @@
+// Entry points for events.
+#include "runtime.h"
+
+using accgen::emulator::Event;
+using accgen::emulator::guarded;
+using accgen::emulator::Runtime;
+using accgen::emulator::Stream;
+
+extern "C" {
+
+accError_t accEventCreate(accEvent_t* event) {
+  return accEventCreateWithFlags(event, accEventDefault);
+}
+
+accError_t accEventCreateWithFlags(accEvent_t* event, unsigned flags) {
+  if (event == nullptr || (flags & ~static_cast<unsigned>(accEventDisableTiming)) != 0) {
+    return accErrorInvalidValue;
+  }
+  return guarded([&](Runtime& rt) {
+    *event = rt.createEvent((flags & accEventDisableTiming) == 0)->handle();
+    return accSuccess;
+  });
+}
+
+accError_t accEventDestroy(accEvent_t event) {
+  return guarded([&](Runtime& rt) {
+    // A pending marker keeps the event object alive until it is reached.
+    return rt.removeEvent(event) != nullptr ? accSuccess
+                                            : accErrorInvalidHandle;
+  });
+}
+
+accError_t accEventRecord(accEvent_t event, accStream_t stream) {
+  return guarded([&](Runtime& rt) {
+    std::shared_ptr<Event> target = rt.findEvent(event);
+    std::shared_ptr<Stream> on = rt.findStream(stream);
+    if (target == nullptr || on == nullptr) {
+      return accErrorInvalidHandle;
+    }
+    return target->record(on);
+  });
+}
+
+accError_t accEventQuery(accEvent_t event) {
+  return guarded([&](Runtime& rt) {
+    std::shared_ptr<Event> target = rt.findEvent(event);
+    if (target == nullptr) {
+      return accErrorInvalidHandle;
+    }
+    return target->query();
+  });
+}
+
+accError_t accEventSynchronize(accEvent_t event) {
+  return guarded([&](Runtime& rt) {
+    std::shared_ptr<Event> target = rt.findEvent(event);
+    if (target == nullptr) {
+      return accErrorInvalidHandle;
+    }
+    target->synchronize();
+    return accSuccess;
+  });
+}
+
+accError_t accEventElapsedTime(float* ms, accEvent_t start, accEvent_t end) {
+  if (ms == nullptr) {
+    return accErrorInvalidValue;
+  }
+  return guarded([&](Runtime& rt) {
+    std::shared_ptr<Event> first = rt.findEvent(start);
+    std::shared_ptr<Event> second = rt.findEvent(end);
+    if (first == nullptr || second == nullptr) {
+      return accErrorInvalidHandle;
+    }
+    int64_t start_ns = 0;
+    int64_t end_ns = 0;
+    if (accError_t e = first->timestamp(start_ns); e != accSuccess) {
+      return e;
+    }
+    if (accError_t e = second->timestamp(end_ns); e != accSuccess) {
+      return e;
+    }
+    *ms = static_cast<float>(static_cast<double>(end_ns - start_ns) / 1e6);
+    return accSuccess;
+  });
+}
+
+} // extern "C"

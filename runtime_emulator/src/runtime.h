@@ -1,0 +1,124 @@
+// The emulator's process-wide state: configuration, devices with their
+// capacity accounting and default streams, the allocation table and the
+// tables of live stream and event handles.
+//
+// Note [Runtime lifetime]: the Runtime is created on first use and never
+// destroyed. Backends free device memory from static destructors and from
+// Python's interpreter shutdown, possibly after any global of ours would
+// have died, so the tables must outlive every other static. At exit an
+// atexit handler stops the stream workers (each finishes its current item;
+// queued work is dropped) so no thread runs while the process tears down;
+// later calls run their work inline on the caller. In a child forked after
+// the runtime started, the workers do not exist: every call that would need
+// them returns accErrorNotInitialized (see docs/driver-interface.md).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <shared_mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "accgen/driver.h"
+#include "allocation.h"
+#include "config.h"
+#include "event.h"
+#include "stream.h"
+
+namespace accgen::emulator {
+
+inline constexpr int kLeastPriority = 0;
+inline constexpr int kGreatestPriority = -2;
+
+struct Device {
+  int index = 0;
+  uint64_t capacity = 0;
+  /// Bytes requested by live allocations (not rounded to pages).
+  std::atomic<uint64_t> used{0};
+  std::shared_ptr<Stream> default_stream;
+
+  /// Reserves `bytes` of capacity; false if they do not fit.
+  bool reserve(uint64_t bytes);
+  void unreserve(uint64_t bytes);
+};
+
+class Runtime {
+ public:
+  explicit Runtime(const Config& config);
+
+  const Config& config() const { return config_; }
+  int deviceCount() const { return config_.device_count; }
+  bool validDevice(int device) const {
+    return device >= 0 && device < config_.device_count;
+  }
+  Device& device(int index) { return devices_[index]; }
+  AllocationTable& allocations() { return allocations_; }
+
+  /// The calling thread's current device.
+  static int currentDevice();
+  static void setCurrentDevice(int device);
+
+  /// Resolves a handle: null is the current device's default stream.
+  /// Returns null for a handle that is not a live stream.
+  std::shared_ptr<Stream> findStream(accStream_t handle);
+  std::shared_ptr<Stream> createStream(int device, int priority);
+  /// Removes a created stream from the table (default streams cannot be);
+  /// returns it, or null if `handle` is unknown or a default stream.
+  std::shared_ptr<Stream> removeStream(accStream_t handle);
+  /// Every live stream of `device`, the default one first.
+  std::vector<std::shared_ptr<Stream>> streamsOf(int device);
+
+  std::shared_ptr<Event> findEvent(accEvent_t handle);
+  std::shared_ptr<Event> createEvent(bool timing);
+  std::shared_ptr<Event> removeEvent(accEvent_t handle);
+
+  /// Waits for all work submitted so far to `device`'s streams, without
+  /// reporting their sticky errors.
+  void drainDevice(int device);
+
+  /// Process exit: stops every worker (Note [Runtime lifetime]).
+  void shutdown();
+
+ private:
+  const Config config_;
+  std::unique_ptr<Device[]> devices_;
+  AllocationTable allocations_;
+
+  std::shared_mutex handles_mutex_;
+  std::unordered_map<accStream_t, std::shared_ptr<Stream>> streams_;
+  std::unordered_map<accEvent_t, std::shared_ptr<Event>> events_;
+};
+
+/// The runtime, created on first use with the configuration of accInit (if
+/// it came first) and the environment. Null only if creation failed.
+Runtime* runtime();
+/// accInit: creates the runtime with `params`; accErrorNotInitialized if it
+/// already exists.
+accError_t initializeRuntime(const accInitParams& params);
+/// True in a child forked after the runtime started (Note [Runtime lifetime]).
+bool inForkedChild();
+
+/// The common prologue of every entry point: rejects use in a forked child,
+/// creates the runtime, and turns any exception into an error code so that
+/// nothing unwinds through the C interface.
+template <typename Body>
+accError_t guarded(Body&& body) noexcept {
+  if (inForkedChild()) {
+    return accErrorNotInitialized;
+  }
+  try {
+    Runtime* rt = runtime();
+    if (rt == nullptr) {
+      return accErrorMemoryAllocation;
+    }
+    return body(*rt);
+  } catch (const std::bad_alloc&) {
+    return accErrorMemoryAllocation;
+  } catch (const std::system_error&) {
+    return accErrorMemoryAllocation;
+  } catch (...) {
+    return accErrorInvalidValue;
+  }
+}
+
+} // namespace accgen::emulator

@@ -1,0 +1,281 @@
+// Stream workers and the wait protocol.
+//
+// Wake-ups use the "announce, then re-check" pattern on both sides, with
+// sequentially consistent atomics, so that no notification is lost and none
+// is sent when nobody sleeps:
+//  - a worker about to sleep sets worker_sleeping_, then checks the queue
+//    under queue_mutex_; a submitter pushes under queue_mutex_, then reads
+//    worker_sleeping_ and notifies only if it is set;
+//  - a waiter about to block increments done_waiters_, then checks completed_
+//    under done_mutex_; the worker stores completed_, then reads
+//    done_waiters_ and, if non-zero, notifies under done_mutex_.
+#include "stream.h"
+
+#include <pthread.h>
+
+#include <chrono>
+#include <cstdio>
+#include <system_error>
+
+namespace accgen::emulator {
+namespace {
+
+std::atomic<bool> g_shutting_down{false};
+
+// The stream whose worker is the calling thread, and the item it runs.
+thread_local Stream* tls_stream = nullptr;
+thread_local uint64_t tls_seq = 0;
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Spins until `ready()` or `spin_ns` elapsed; true if ready.
+template <typename Ready>
+bool spinUntil(Ready&& ready, int64_t spin_ns) {
+  if (ready()) {
+    return true;
+  }
+  if (spin_ns <= 0) {
+    return false;
+  }
+  const int64_t deadline = nowNs() + spin_ns;
+  for (unsigned i = 1;; ++i) {
+    cpuRelax();
+    if (ready()) {
+      return true;
+    }
+    if ((i & 31u) == 0 && nowNs() >= deadline) {
+      return false;
+    }
+  }
+}
+
+} // namespace
+
+bool shuttingDown() { return g_shutting_down.load(std::memory_order_acquire); }
+void setShuttingDown() { g_shutting_down.store(true, std::memory_order_seq_cst); }
+
+Stream::Stream(int device, int priority, bool is_default, int64_t spin_ns)
+    : device_(device),
+      priority_(priority),
+      is_default_(is_default),
+      spin_ns_(spin_ns) {}
+
+Stream::~Stream() {
+  // Streams are destroyed only after stop(); a worker still attached here
+  // would be a bug, but detaching beats std::terminate.
+  if (worker_.joinable()) {
+    worker_.detach();
+  }
+}
+
+void Stream::startWorker() {
+  // Called with queue_mutex_ held.
+  if (started_.load(std::memory_order_relaxed)) {
+    return;
+  }
+  worker_ = std::thread([this] { workerLoop(); });
+  started_.store(true, std::memory_order_release);
+}
+
+accError_t Stream::submit(Work&& work, uint64_t& seq) {
+  {
+    std::unique_lock<std::mutex> lock(queue_mutex_);
+    if (stopping_) {
+      lock.unlock();
+      // The worker is gone (exit, or destruction of the stream): keep the
+      // call's effect by running the work here, in order with itself.
+      const accError_t error = runWork(work);
+      seq = submitted_.fetch_add(1, std::memory_order_seq_cst) + 1;
+      if (error != accSuccess) {
+        setError(error);
+      }
+      complete(seq);
+      return accSuccess;
+    }
+    if (!started_.load(std::memory_order_relaxed)) {
+      try {
+        startWorker();
+      } catch (const std::system_error&) {
+        return accErrorMemoryAllocation;
+      }
+    }
+    queue_.push_back(std::move(work));
+    seq = submitted_.fetch_add(1, std::memory_order_seq_cst) + 1;
+  }
+  if (worker_sleeping_.load(std::memory_order_seq_cst)) {
+    queue_cv_.notify_one();
+  }
+  return accSuccess;
+}
+
+accError_t Stream::runOrdered(Work&& work) {
+  if (tls_stream == this || idle()) {
+    return runWork(work);
+  }
+  // The item's error must come back to the caller, not become sticky: the
+  // kernel-less work kinds report through a slot the caller waits on.
+  struct Result {
+    accError_t error = accSuccess;
+  };
+  auto result = std::make_shared<Result>();
+  Work wrapper;
+  wrapper.kind = WorkKind::kKernel;
+  wrapper.fn = [](void* data) -> accError_t {
+    auto* pair = static_cast<std::pair<Work, std::shared_ptr<Result>>*>(data);
+    pair->second->error = runWork(pair->first);
+    return accSuccess;
+  };
+  auto payload = std::make_unique<std::pair<Work, std::shared_ptr<Result>>>(
+      std::move(work), result);
+  wrapper.user_data = payload.get();
+  uint64_t seq = 0;
+  const accError_t submitted = submit(std::move(wrapper), seq);
+  if (submitted != accSuccess) {
+    return submitted;
+  }
+  waitFor(seq);
+  // After the wait the worker no longer touches the payload; if the wait
+  // was cut short by process exit, leak it rather than race the worker.
+  if (!isComplete(seq)) {
+    payload.release();
+    return accSuccess;
+  }
+  return result->error;
+}
+
+bool Stream::popNext(Work& work) {
+  const auto available = [this] {
+    return submitted_.load(std::memory_order_acquire) > taken_;
+  };
+  if (!spinUntil(available, spin_ns_)) {
+    worker_sleeping_.store(true, std::memory_order_seq_cst);
+    std::unique_lock<std::mutex> lock(queue_mutex_);
+    queue_cv_.wait(lock, [this] { return !queue_.empty() || stopping_; });
+    worker_sleeping_.store(false, std::memory_order_relaxed);
+    if (stopping_) {
+      return false;
+    }
+    work = std::move(queue_.front());
+    queue_.pop_front();
+    ++taken_;
+    return true;
+  }
+  std::lock_guard<std::mutex> lock(queue_mutex_);
+  if (stopping_ || queue_.empty()) {
+    return false;
+  }
+  work = std::move(queue_.front());
+  queue_.pop_front();
+  ++taken_;
+  return true;
+}
+
+void Stream::complete(uint64_t seq) {
+  // Monotonic maximum: after stop(), inline submissions from several
+  // threads may finish out of order.
+  uint64_t current = completed_.load(std::memory_order_relaxed);
+  while (current < seq && !completed_.compare_exchange_weak(
+                              current, seq, std::memory_order_seq_cst)) {
+  }
+  if (done_waiters_.load(std::memory_order_seq_cst) > 0) {
+    std::lock_guard<std::mutex> lock(done_mutex_);
+    done_cv_.notify_all();
+  }
+}
+
+void Stream::workerLoop() {
+  char name[16];
+  std::snprintf(name, sizeof(name), "acc-d%d-%s", device_,
+                is_default_ ? "default" : "stream");
+  pthread_setname_np(pthread_self(), name);
+  tls_stream = this;
+  for (;;) {
+    Work work;
+    if (!popNext(work)) {
+      return;
+    }
+    const uint64_t seq = taken_;
+    tls_seq = seq;
+    const accError_t error = runWork(work);
+    if (error != accSuccess) {
+      setError(error);
+    }
+    // Drop the work's references before announcing completion, so a thread
+    // that synchronized and then frees memory finds no stray owner.
+    work = Work();
+    complete(seq);
+  }
+}
+
+void Stream::waitFor(uint64_t seq) {
+  if (tls_stream == this && seq >= tls_seq) {
+    seq = tls_seq - 1;
+  }
+  const auto done = [this, seq] { return isComplete(seq); };
+  if (spinUntil(done, spin_ns_)) {
+    return;
+  }
+  done_waiters_.fetch_add(1, std::memory_order_seq_cst);
+  {
+    std::unique_lock<std::mutex> lock(done_mutex_);
+    done_cv_.wait(lock, [&] { return done() || shuttingDown(); });
+  }
+  done_waiters_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void Stream::setError(accError_t error) {
+  int expected = accSuccess;
+  error_.compare_exchange_strong(expected, static_cast<int>(error),
+                                 std::memory_order_acq_rel);
+}
+
+accError_t Stream::takeError() {
+  if (error_.load(std::memory_order_acquire) == accSuccess) {
+    return accSuccess;
+  }
+  return static_cast<accError_t>(
+      error_.exchange(accSuccess, std::memory_order_acq_rel));
+}
+
+void Stream::wakeWaiters() {
+  std::lock_guard<std::mutex> lock(done_mutex_);
+  done_cv_.notify_all();
+}
+
+void Stream::stop() {
+  std::deque<Work> dropped;
+  std::thread worker;
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    if (stopping_) {
+      return;
+    }
+    stopping_ = true;
+    dropped.swap(queue_);
+    worker.swap(worker_);
+  }
+  queue_cv_.notify_all();
+  if (worker.joinable()) {
+    if (worker.get_id() == std::this_thread::get_id()) {
+      worker.detach();  // a kernel destroying its own stream, or exiting
+    } else {
+      worker.join();
+    }
+  }
+  dropped.clear();
+  complete(submitted_.load(std::memory_order_seq_cst));
+}
+
+} // namespace accgen::emulator

@@ -1,0 +1,74 @@
+// Execution of one work item on the calling thread, with access to the
+// allocations it declared and every exception contained: nothing a kernel
+// does may unwind into a worker thread's loop.
+#include "work.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "event.h"
+#include "stream.h"
+
+namespace accgen::emulator {
+namespace {
+
+bool isKnownError(int code) {
+  return code >= accSuccess && code <= accErrorNotInitialized;
+}
+
+} // namespace
+
+accError_t runWork(Work& work) noexcept {
+  switch (work.kind) {
+    case WorkKind::kRecord: {
+      const int64_t now = work.event->timing()
+          ? std::chrono::duration_cast<std::chrono::nanoseconds>(
+                std::chrono::steady_clock::now().time_since_epoch())
+                .count()
+          : 0;
+      work.event->reached(work.generation, now);
+      return accSuccess;
+    }
+    case WorkKind::kWait:
+      work.wait_stream->waitFor(work.wait_seq);
+      return accSuccess;
+    default:
+      break;
+  }
+
+  AccessScope scope;
+  for (const AllocationRef& allocation : work.allocations) {
+    if (!scope.add(allocation.get())) {
+      return work.kind == WorkKind::kKernel ? accErrorLaunchFailure
+                                            : accErrorMemoryAllocation;
+    }
+  }
+  switch (work.kind) {
+    case WorkKind::kKernel: {
+      int code = accSuccess;
+      try {
+        code = work.fn(work.user_data);
+      } catch (...) {
+        return accErrorLaunchFailure;
+      }
+      if (code == accSuccess) {
+        return accSuccess;
+      }
+      return isKnownError(code) ? static_cast<accError_t>(code)
+                                : accErrorLaunchFailure;
+    }
+    case WorkKind::kCopy:
+      // memmove: an overlapping copy inside one allocation stays defined.
+      std::memmove(work.dst,
+                   work.staging != nullptr ? work.staging.get() : work.src,
+                   work.count);
+      return accSuccess;
+    case WorkKind::kMemset:
+      std::memset(work.dst, work.value, work.count);
+      return accSuccess;
+    default:
+      return accSuccess;
+  }
+}
+
+} // namespace accgen::emulator

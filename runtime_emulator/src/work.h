@@ -1,0 +1,54 @@
+// A unit of work queued on a stream: a kernel, a copy, a memset, an event's
+// timestamp or a wait for another stream. Work owns references to every
+// allocation it touches, so freeing memory never unmaps it under queued work.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "accgen/driver.h"
+#include "allocation.h"
+
+namespace accgen::emulator {
+
+class Event;
+class Stream;
+
+enum class WorkKind : uint8_t { kKernel, kCopy, kMemset, kRecord, kWait };
+
+struct Work {
+  WorkKind kind = WorkKind::kKernel;
+
+  // kKernel
+  accKernelFn_t fn = nullptr;
+  void* user_data = nullptr;
+
+  // kCopy (src, or staging when the source was copied at submission) and
+  // kMemset (dst, value).
+  void* dst = nullptr;
+  const void* src = nullptr;
+  size_t count = 0;
+  int value = 0;
+  std::unique_ptr<std::byte[]> staging;
+
+  /// Allocations the work reads or writes: kept alive and given access
+  /// while it runs.
+  std::vector<AllocationRef> allocations;
+
+  // kRecord
+  std::shared_ptr<Event> event;
+  uint64_t generation = 0;
+
+  // kWait: until `wait_stream` completed its item `wait_seq`.
+  std::shared_ptr<Stream> wait_stream;
+  uint64_t wait_seq = 0;
+};
+
+/// Runs `work` on the calling thread; returns its error (a kernel's
+/// non-success code, accErrorLaunchFailure for a kernel that threw or
+/// returned a value outside accError_t). Never throws.
+accError_t runWork(Work& work) noexcept;
+
+} // namespace accgen::emulator
