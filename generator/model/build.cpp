@@ -1,0 +1,661 @@
+// Building and validating the backend model from the specs and the schema
+// registry.
+//
+// The checks run in a fixed order (device name, operator entries in file
+// order, groups, the builtin set, custom operators, autocast) and each one
+// goes on after a failure, so that one run reports every independent error.
+// An entry that failed is left out of later checks, so that one mistake is
+// reported once.
+#include <algorithm>
+#include <tuple>
+
+#include "generator/model/backend.h"
+#include "generator/spec/names.h"
+
+namespace accgen::model {
+namespace {
+
+using schema::NativeFunction;
+using schema::SchemaKind;
+using schema::SchemaRegistry;
+using spec::OpKind;
+
+// An identifier made from an operator name: "add.Tensor" -> "add_Tensor".
+std::string sanitize(std::string_view full_name) {
+  std::string s(full_name);
+  for (char& c : s) {
+    bool ident = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                 (c >= '0' && c <= '9') || c == '_';
+    if (!ident) c = '_';
+  }
+  return s;
+}
+
+// (name, overload) order, the one order of everything generated.
+std::pair<std::string_view, std::string_view> sortKey(std::string_view full) {
+  std::size_t dot = full.find('.');
+  if (dot == std::string_view::npos) return {full, {}};
+  return {full.substr(0, dot), full.substr(dot + 1)};
+}
+
+bool nameLess(std::string_view a, std::string_view b) {
+  return sortKey(a) < sortKey(b);
+}
+
+std::string quoteList(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) {
+    if (!s.empty()) s += ", ";
+    s += n;
+  }
+  return s;
+}
+
+}  // namespace
+
+const std::vector<std::string>& builtinOperators() {
+  static const std::vector<std::string> kBuiltins = [] {
+    std::vector<std::string> v = {
+        "empty.memory_format", "empty_strided",
+        "as_strided",          "resize_",
+        "_reshape_alias",      "_copy_from",
+        "_copy_from_and_resize", "_local_scalar_dense",
+        "set_.source_Storage", "set_.source_Storage_storage_offset",
+        "set_.source_Tensor",  "set_",
+        "view"};
+    std::sort(v.begin(), v.end(), nameLess);
+    return v;
+  }();
+  return kBuiltins;
+}
+
+const Registration& Operator::primary() const {
+  for (const auto& m : members) {
+    if (m.primary) return m;
+  }
+  // buildBackend always marks one member primary.
+  return members.front();
+}
+
+const Registration* Operator::member(std::string_view full_name) const {
+  for (const auto& m : members) {
+    if (m.fullName() == full_name) return &m;
+  }
+  return nullptr;
+}
+
+const Operator* Backend::findRegistration(std::string_view full_name) const {
+  auto it = registration_index_.find(full_name);
+  if (it == registration_index_.end()) return nullptr;
+  return &operators_[it->second];
+}
+
+const CustomOperator* Backend::findCustom(std::string_view full_name) const {
+  std::string prefix = spec_.cpp_namespace + "::";
+  if (full_name.starts_with(prefix)) full_name.remove_prefix(prefix.size());
+  for (const auto& c : custom_) {
+    if (c.full_name == full_name) return &c;
+  }
+  return nullptr;
+}
+
+class BackendBuilder {
+ public:
+  BackendBuilder(const spec::Specs& specs, const SchemaRegistry& registry,
+                 DiagnosticEngine& diags, const BuildOptions& options)
+      : specs_(specs), registry_(registry), diags_(diags), options_(options) {}
+
+  std::optional<Backend> build() {
+    int errors_before = diags_.errorCount();
+    backend_.spec_ = specs_.backend;
+    backend_.spec_dir_ = specs_.dir;
+    backend_.autocast_dtype_ = specs_.autocast.dtype;
+
+    checkDeviceName();
+    resolveOperators();
+    expandGroups();
+    checkBuiltinSet();
+    resolveCustomOperators();
+    resolveAutocast();
+    if (diags_.errorCount() > errors_before) return std::nullopt;
+    assignNames();
+    if (diags_.errorCount() > errors_before) return std::nullopt;
+    return std::move(backend_);
+  }
+
+ private:
+  // One resolved entry of operators.yaml, in file order.
+  struct Resolved {
+    const spec::OperatorEntry* entry;
+    Operator op;
+  };
+
+  void error(SourceLoc loc, std::string message,
+             std::vector<std::string> notes = {}) {
+    diags_.error(std::move(loc), std::move(message), std::move(notes));
+  }
+
+  std::shared_ptr<const NativeFunction> share(const NativeFunction& fn) {
+    std::string name = fn.schema.fullName();
+    auto it = shared_.find(name);
+    if (it != shared_.end()) return it->second;
+    auto copy = std::make_shared<const NativeFunction>(fn);
+    shared_.emplace(std::move(name), copy);
+    return copy;
+  }
+
+  // The dispatcher signature, or an error at `loc` when the schema layer
+  // cannot map a type (a bug or a new type in a newer torch).
+  std::optional<schema::CppSignature> signatureOf(
+      const schema::FunctionSchema& s, const SourceLoc& loc) {
+    try {
+      return schema::dispatcherSignature(s);
+    } catch (const schema::SchemaParseError& e) {
+      error(loc, "cannot map '" + s.fullName() + "' to a C++ signature: " +
+                     e.detail());
+      return std::nullopt;
+    }
+  }
+
+  std::optional<Registration> registration(const NativeFunction& fn,
+                                           bool primary,
+                                           const SourceLoc& loc) {
+    Registration r;
+    r.function = share(fn);
+    auto sig = signatureOf(r.function->schema, loc);
+    if (!sig) return std::nullopt;
+    r.signature = std::move(*sig);
+    r.role = fn.schema.kind();
+    r.primary = primary;
+    return r;
+  }
+
+  // Full names of every overload of the base name `name`, sorted.
+  std::vector<std::string> overloadsOf(std::string_view name) {
+    if (overloads_.empty()) {
+      for (const auto& fn : registry_.functions()) {
+        overloads_[fn.schema.name].push_back(fn.schema.fullName());
+      }
+      for (auto& [_, v] : overloads_) std::sort(v.begin(), v.end(), nameLess);
+    }
+    auto it = overloads_.find(std::string(name));
+    if (it == overloads_.end()) return {};
+    return it->second;
+  }
+
+  // "unknown operator" with the nearest name, or the overloads when `op` is
+  // a bare name whose overload-less form does not exist.
+  void reportUnknown(std::string_view op, const SourceLoc& loc,
+                     std::string_view where) {
+    std::vector<std::string> notes;
+    if (op.find('.') == std::string_view::npos) {
+      auto overloads = overloadsOf(op);
+      if (!overloads.empty()) {
+        error(loc,
+              "ambiguous operator '" + std::string(op) + "'" +
+                  std::string(where) + ": '" + std::string(op) +
+                  "' has no overload without a name",
+              {"its overloads: " + quoteList(overloads),
+               "name one of them, e.g. '" + overloads.front() + "'"});
+        return;
+      }
+    }
+    for (const auto& c : specs_.operators.custom) {
+      if (c.schema.starts_with(std::string(op) + "(") ||
+          c.schema.starts_with(std::string(op) + " (")) {
+        notes.push_back("'" + std::string(op) +
+                        "' is a custom operator; custom operators are not "
+                        "listed here");
+      }
+    }
+    std::string message =
+        "unknown operator '" + std::string(op) + "'" + std::string(where);
+    std::string near = registry_.nearest(op);
+    if (!near.empty()) message += "; did you mean '" + near + "'?";
+    error(loc, message, std::move(notes));
+  }
+
+  void checkDeviceName() {
+    const std::string& device = specs_.backend.device;
+    for (const auto& fn : registry_.functions()) {
+      bool is_function =
+          fn.variants.empty() ||
+          std::find(fn.variants.begin(), fn.variants.end(), "function") !=
+              fn.variants.end();
+      if (is_function && fn.schema.name == device) {
+        error(specs_.backend.device_loc,
+              "invalid device name '" + device + "': torch." + device +
+                  " is an operator and the device module is registered as "
+                  "torch.<device>",
+              {"a device name is a lower-case Python identifier without "
+               "digits, e.g. 'accel' or 'my_npu'"});
+        return;
+      }
+    }
+  }
+
+  bool isBuiltin(std::string_view name) const {
+    const auto& b = builtinOperators();
+    return std::find(b.begin(), b.end(), name) != b.end();
+  }
+
+  // Whether `fn` may be registered with `entry.kind`; reports why not.
+  bool checkKind(const spec::OperatorEntry& entry, const NativeFunction& fn) {
+    std::string kind(spec::kindName(entry.kind));
+    const std::string& op = entry.op;
+    if (entry.kind == OpKind::kBuiltin) {
+      if (isBuiltin(op)) return true;
+      error(entry.kind_loc, "operator '" + op + "' cannot be builtin",
+            {"builtin is the generated allocation, copy and view set: " +
+                 quoteList(builtinOperators()),
+             "register '" + op + "' as kernel, emulate, stub or fallback"});
+      return false;
+    }
+    if (isBuiltin(op)) {
+      builtin_misdeclared_.insert(op);
+      error(entry.kind_loc,
+            "operator '" + op + "' must be builtin, not " + kind,
+            {"the backend generates it from the driver API; the other kinds "
+             "need it to allocate and copy"});
+      return false;
+    }
+    if (fn.hasCompositeImplicitAutograd()) {
+      error(entry.kind_loc,
+            "operator '" + op + "' cannot be " + kind +
+                ": it is CompositeImplicitAutograd",
+            {"it decomposes into other operators; register those instead"});
+      return false;
+    }
+    if (!fn.canHaveBackendKernel()) {
+      error(entry.kind_loc,
+            "operator '" + op + "' cannot be " + kind +
+                ": PyTorch registers its kernels by hand "
+                "(manual_kernel_registration)");
+      return false;
+    }
+    bool cpu = registry_.hasCpuKernel(fn);
+    if (entry.kind == OpKind::kEmulate && !cpu) {
+      error(entry.kind_loc,
+            "operator '" + op + "' cannot be emulate: it has no CPU kernel",
+            {"emulate runs the operator's CPU kernel on device memory; use "
+             "kind kernel instead"});
+      return false;
+    }
+    if (entry.kind == OpKind::kFallback && !cpu) {
+      error(entry.kind_loc,
+            "operator '" + op + "' cannot be fallback: it has no CPU kernel",
+            {"fallback runs the operator's CPU kernel on copies; use kind "
+             "kernel instead"});
+      return false;
+    }
+    if (entry.kind == OpKind::kStub) return checkStub(entry, stubName(entry, fn));
+    return true;
+  }
+
+  static std::string stubName(const spec::OperatorEntry& entry,
+                              const NativeFunction& fn) {
+    return entry.stub.value_or(fn.schema.baseName() + "_stub");
+  }
+
+  bool checkStub(const spec::OperatorEntry& entry, const std::string& stub) {
+    const std::set<std::string>* known = knownStubs(entry);
+    if (!known || known->count(stub)) return true;
+    std::vector<std::string> candidates(known->begin(), known->end());
+    std::string message = "unknown DispatchStub '" + stub + "'";
+    if (!entry.stub) message += " (the default for '" + entry.op + "')";
+    std::string near = nearestName(stub, candidates);
+    if (!near.empty()) message += "; did you mean '" + near + "'?";
+    std::vector<std::string> notes = {
+        "stubs are the DECLARE_DISPATCH names in the installed torch's "
+        "ATen/native headers"};
+    if (!entry.stub) notes.push_back("name the stub with 'stub:'");
+    error(entry.stub ? entry.stub_loc : entry.kind_loc, message,
+          std::move(notes));
+    return false;
+  }
+
+  const std::set<std::string>* knownStubs(const spec::OperatorEntry& entry) {
+    if (options_.dispatch_stubs) return &*options_.dispatch_stubs;
+    if (!options_.torch_include_dir.empty()) {
+      if (!scanned_stubs_) {
+        scanned_stubs_ = schema::findDispatchStubs(options_.torch_include_dir);
+      }
+      return &*scanned_stubs_;
+    }
+    if (!warned_unchecked_stubs_) {
+      warned_unchecked_stubs_ = true;
+      diags_.warning(entry.loc,
+                     "DispatchStub names are not checked: no torch include "
+                     "directory was given");
+    }
+    return nullptr;
+  }
+
+  void resolveOperators() {
+    for (const auto& entry : specs_.operators.operators) {
+      const NativeFunction* fn = registry_.find(entry.op);
+      if (!fn) {
+        reportUnknown(entry.op, entry.op_loc, "");
+        continue;
+      }
+      if (!checkKind(entry, *fn)) continue;
+      auto primary = registration(*fn, /*primary=*/true, entry.op_loc);
+      if (!primary) continue;
+      Operator op;
+      op.full_name = entry.op;
+      op.name = entry.name;
+      op.overload = entry.overload;
+      op.kind = entry.kind;
+      op.group = entry.group;
+      op.stub = entry.kind == OpKind::kStub ? stubName(entry, *fn) : "";
+      op.loc = entry.loc;
+      op.members.push_back(std::move(*primary));
+      explicit_.emplace(entry.op, resolved_.size());
+      resolved_.push_back(Resolved{&entry, std::move(op)});
+    }
+  }
+
+  // Adds the group siblings to each grouped operator. A sibling listed on its
+  // own keeps its own entry when the kinds agree and is an error when they
+  // do not; a sibling two groups claim is an error.
+  void expandGroups() {
+    std::map<std::string, std::size_t> claimed;
+    std::set<std::pair<std::size_t, std::size_t>> reported;
+    for (std::size_t i = 0; i < resolved_.size(); ++i) {
+      Resolved& owner = resolved_[i];
+      if (!owner.op.group) continue;
+      const NativeFunction& fn = *owner.op.members.front().function;
+      SchemaRegistry::Group g = registry_.group(fn);
+      std::vector<std::string> covered;
+      for (const NativeFunction* sib : {g.functional, g.inplace, g.out}) {
+        if (!sib || sib->schema.fullName() == owner.op.full_name) continue;
+        if (!sib->canHaveBackendKernel()) continue;
+        bool needs_cpu = owner.op.kind == OpKind::kEmulate ||
+                         owner.op.kind == OpKind::kFallback;
+        if (needs_cpu && !registry_.hasCpuKernel(*sib)) continue;
+        std::string name = sib->schema.fullName();
+        covered.push_back(name);
+        if (auto it = explicit_.find(name); it != explicit_.end()) {
+          std::size_t j = it->second;
+          const Resolved& other = resolved_[j];
+          if (other.op.kind != owner.op.kind &&
+              reported.insert(std::minmax(i, j)).second) {
+            reportGroupClash(owner, other, registry_.group(fn));
+          }
+          continue;
+        }
+        if (auto it = claimed.find(name); it != claimed.end()) {
+          const Resolved& first = resolved_[it->second];
+          error(owner.entry->op_loc,
+                "operator '" + name + "' is in the groups of both '" +
+                    first.op.full_name + "' and '" + owner.op.full_name + "'",
+                {"'" + first.op.full_name + "' is listed at " +
+                     first.entry->loc.str(),
+                 "set 'group: false' on one of them"});
+          continue;
+        }
+        auto member = registration(*sib, /*primary=*/false,
+                                   owner.entry->op_loc);
+        if (!member) continue;
+        claimed.emplace(name, i);
+        owner.op.members.push_back(std::move(*member));
+      }
+    }
+  }
+
+  void reportGroupClash(const Resolved& owner, const Resolved& listed,
+                        const SchemaRegistry::Group& g) {
+    std::vector<std::string> members;
+    for (const NativeFunction* m : {g.functional, g.inplace, g.out}) {
+      if (m && m->schema.fullName() != owner.op.full_name) {
+        members.push_back(m->schema.fullName());
+      }
+    }
+    std::string owner_kind(spec::kindName(owner.op.kind));
+    std::string listed_kind(spec::kindName(listed.op.kind));
+    error(listed.entry->op_loc,
+          "operator '" + listed.op.full_name + "' is listed as " +
+              listed_kind + ", but the group of '" + owner.op.full_name +
+              "' already registers it as " + owner_kind,
+          {"'" + owner.op.full_name + "' is listed at " +
+               owner.entry->loc.str() + "; its group also registers " +
+               quoteList(members),
+           "list each operator once, or give '" + owner.op.full_name +
+               "' group: false"});
+  }
+
+  void checkBuiltinSet() {
+    std::vector<std::string> missing;
+    for (const auto& name : builtinOperators()) {
+      // Builtins this torch does not have are not required of it.
+      if (!registry_.find(name)) continue;
+      if (builtin_misdeclared_.count(name)) continue;
+      auto it = explicit_.find(name);
+      if (it != explicit_.end() &&
+          resolved_[it->second].op.kind == OpKind::kBuiltin) {
+        continue;
+      }
+      // An entry that failed for another reason was reported already.
+      bool listed = std::any_of(
+          specs_.operators.operators.begin(), specs_.operators.operators.end(),
+          [&](const spec::OperatorEntry& e) { return e.op == name; });
+      if (!listed) missing.push_back(name);
+    }
+    if (missing.empty()) return;
+    SourceLoc at = specs_.operators.operators_loc.file.empty()
+                       ? specs_.operators.loc
+                       : specs_.operators.operators_loc;
+    error(at, "the builtin operator set is incomplete: missing " +
+                  quoteList(missing),
+          {"a backend cannot allocate, copy or view tensors without them",
+           "add each as: - {op: " + missing.front() + ", kind: builtin}"});
+  }
+
+  void resolveCustomOperators() {
+    const std::string& ns = specs_.backend.cpp_namespace;
+    std::map<std::string, SourceLoc> seen;
+    for (const auto& entry : specs_.operators.custom) {
+      schema::FunctionSchema parsed;
+      try {
+        parsed = schema::parseFunctionSchema(entry.schema);
+      } catch (const schema::SchemaParseError& e) {
+        SourceLoc at = entry.schema_loc;
+        at.column += static_cast<int>(e.column());
+        error(at, "invalid operator schema: " + e.detail(),
+              {entry.schema, std::string(e.column(), ' ') + "^"});
+        continue;
+      }
+      std::string full = parsed.fullName();
+      if (auto [it, inserted] = seen.emplace(full, entry.schema_loc);
+          !inserted) {
+        error(entry.schema_loc, "duplicate custom operator '" + full + "'",
+              {"first defined at " + it->second.str()});
+        continue;
+      }
+      if (registry_.find(full)) {
+        error(entry.schema_loc,
+              "custom operator '" + full + "' has the name of an aten "
+              "operator",
+              {"operators are named without their namespace in specs and "
+               "in `accgen inspect`; give " + ns + "::" + full +
+               " another name"});
+        continue;
+      }
+      bool has_tensor = std::any_of(
+          parsed.arguments.begin(), parsed.arguments.end(),
+          [](const schema::Argument& a) { return a.type.isTensorLike(); });
+      if (!has_tensor) {
+        error(entry.schema_loc,
+              "custom operator '" + full + "' has no Tensor argument",
+              {"the dispatcher picks the device kernel from the Tensor "
+               "arguments"});
+        continue;
+      }
+      if (entry.autograd) {
+        bool functional = parsed.kind() == SchemaKind::kFunctional;
+        bool tensor_out = std::any_of(
+            parsed.returns.begin(), parsed.returns.end(),
+            [](const schema::Return& r) { return r.type.isTensorLike(); });
+        if (!functional || !tensor_out) {
+          error(entry.loc,
+                "custom operator '" + full + "' cannot have autograd: " +
+                    (functional ? "it returns no Tensor"
+                                : "it writes to its arguments"),
+                {"autograd: true needs a functional schema returning "
+                 "Tensors"});
+          continue;
+        }
+      }
+      auto shared = std::make_shared<const schema::FunctionSchema>(
+          std::move(parsed));
+      auto sig = signatureOf(*shared, entry.schema_loc);
+      if (!sig) continue;
+      CustomOperator c;
+      c.schema = shared;
+      c.signature = std::move(*sig);
+      c.full_name = full;
+      c.ns = ns;
+      c.qualified_name = ns + "::" + full;
+      c.meta = entry.meta;
+      c.autograd = entry.autograd;
+      c.loc = entry.loc;
+      backend_.custom_.push_back(std::move(c));
+    }
+    std::sort(backend_.custom_.begin(), backend_.custom_.end(),
+              [](const CustomOperator& a, const CustomOperator& b) {
+                return nameLess(a.full_name, b.full_name);
+              });
+  }
+
+  void resolveAutocast() {
+    const spec::AutocastSpec& ac = specs_.autocast;
+    std::vector<AutocastRule> rules;
+    for (const auto& entry : ac.entries) {
+      const NativeFunction* fn = registry_.find(entry.op);
+      if (!fn) {
+        reportUnknown(entry.op, entry.loc, " in autocast.yaml");
+        continue;
+      }
+      if (entry.policy == spec::CastPolicy::kFp32SetOptDtype &&
+          !hasOptionalDtype(fn->schema)) {
+        error(entry.loc,
+              "operator '" + entry.op + "' cannot be fp32_set_opt_dtype: it "
+              "has no 'ScalarType? dtype' argument",
+              {"fp32_set_opt_dtype sets that argument to float32; use fp32 "
+               "for other operators"});
+        continue;
+      }
+      AutocastRule rule;
+      rule.full_name = entry.op;
+      rule.policy = entry.policy;
+      rule.function = share(*fn);
+      // The signature points into the shared copy, not the registry.
+      auto sig = signatureOf(rule.function->schema, entry.loc);
+      if (!sig) continue;
+      rule.signature = std::move(*sig);
+      rule.loc = entry.loc;
+      rules.push_back(std::move(rule));
+    }
+    if (!rules.empty() && !specs_.backend.features.autocast) {
+      diags_.warning(ac.loc,
+                     "autocast.yaml has rules but features.autocast is "
+                     "false in backend.yaml; no autocast code is generated");
+      return;
+    }
+    std::sort(rules.begin(), rules.end(),
+              [](const AutocastRule& a, const AutocastRule& b) {
+                return nameLess(a.full_name, b.full_name);
+              });
+    backend_.autocast_ = std::move(rules);
+  }
+
+  static bool hasOptionalDtype(const schema::FunctionSchema& s) {
+    return std::any_of(s.arguments.begin(), s.arguments.end(),
+                       [](const schema::Argument& a) {
+                         return a.name == "dtype" &&
+                                a.type.base == "ScalarType" &&
+                                a.type.optional && !a.type.is_list;
+                       });
+  }
+
+  // Sorts everything and names wrappers and user kernels. Wrapper names are
+  // made unique with a numeric suffix (they are internal); user kernel names
+  // and files must be unique as they are, since the user writes them.
+  void assignNames() {
+    std::vector<Operator> ops;
+    for (auto& r : resolved_) ops.push_back(std::move(r.op));
+    std::sort(ops.begin(), ops.end(), [](const Operator& a, const Operator& b) {
+      return std::tie(a.name, a.overload) < std::tie(b.name, b.overload);
+    });
+    std::set<std::string> wrappers;
+    auto uniqueWrapper = [&](std::string_view full) {
+      std::string base = "wrapper_" + sanitize(full);
+      std::string name = base;
+      for (int n = 2; !wrappers.insert(name).second; ++n) {
+        name = base + "_" + std::to_string(n);
+      }
+      return name;
+    };
+    std::map<std::string, std::string> kernel_owner;
+    auto claimKernel = [&](const std::string& file, const std::string& who,
+                           const SourceLoc& loc) {
+      auto [it, inserted] = kernel_owner.emplace(file, who);
+      if (!inserted) {
+        error(loc, "'" + who + "' and '" + it->second +
+                       "' would share the user kernel file " + file,
+              {"rename the custom operator"});
+      }
+    };
+    for (auto& op : ops) {
+      std::sort(op.members.begin(), op.members.end(),
+                [](const Registration& a, const Registration& b) {
+                  return nameLess(a.fullName(), b.fullName());
+                });
+      for (auto& m : op.members) m.wrapper_name = uniqueWrapper(m.fullName());
+      if (op.kind == OpKind::kKernel) {
+        op.kernel_name = "kernel_" + sanitize(op.full_name);
+        op.kernel_file = "kernels/" + sanitize(op.full_name) + ".cpp";
+        claimKernel(op.kernel_file, op.full_name, op.loc);
+      }
+    }
+    for (auto& c : backend_.custom_) {
+      std::string id = sanitize(c.full_name);
+      c.wrapper_name = uniqueWrapper(c.full_name);
+      c.kernel_name = "kernel_" + id;
+      c.meta_name = c.meta ? "meta_" + id : "";
+      c.backward_name = c.autograd ? "backward_" + id : "";
+      c.kernel_file = "kernels/" + id + ".cpp";
+      claimKernel(c.kernel_file, c.qualified_name, c.loc);
+    }
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      for (const auto& m : ops[i].members) {
+        backend_.registration_index_.emplace(m.fullName(), i);
+      }
+    }
+    backend_.operators_ = std::move(ops);
+  }
+
+  const spec::Specs& specs_;
+  const SchemaRegistry& registry_;
+  DiagnosticEngine& diags_;
+  const BuildOptions& options_;
+  Backend backend_;
+
+  std::vector<Resolved> resolved_;
+  // Listed operators that resolved, to their index in resolved_.
+  std::map<std::string, std::size_t, std::less<>> explicit_;
+  std::set<std::string> builtin_misdeclared_;
+  std::map<std::string, std::shared_ptr<const NativeFunction>> shared_;
+  std::map<std::string, std::vector<std::string>> overloads_;
+  std::optional<std::set<std::string>> scanned_stubs_;
+  bool warned_unchecked_stubs_ = false;
+};
+
+std::optional<Backend> buildBackend(const spec::Specs& specs,
+                                    const schema::SchemaRegistry& registry,
+                                    DiagnosticEngine& diags,
+                                    const BuildOptions& options) {
+  return BackendBuilder(specs, registry, diags, options).build();
+}
+
+}  // namespace accgen::model

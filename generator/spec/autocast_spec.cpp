@@ -1,0 +1,135 @@
+// autocast.yaml: the lower-precision dtype and the operators of each c10
+// autocast cast policy.
+#include <map>
+
+#include "generator/spec/names.h"
+#include "generator/spec/spec.h"
+#include "generator/spec/yaml_reader.h"
+
+namespace accgen::spec {
+namespace {
+
+const std::vector<std::string> kTopKeys = {"dtype", "policies"};
+const std::vector<std::string> kDtypes = {"float16", "bfloat16"};
+const std::vector<std::string> kPolicyKeys = {
+    "lower_precision_fp", "fp32", "fp32_set_opt_dtype", "fp32_append_dtype",
+    "promote"};
+
+CastPolicy policyFromKey(std::string_view key) {
+  if (key == "lower_precision_fp") return CastPolicy::kLowerPrecisionFp;
+  if (key == "fp32") return CastPolicy::kFp32;
+  if (key == "fp32_set_opt_dtype") return CastPolicy::kFp32SetOptDtype;
+  if (key == "fp32_append_dtype") return CastPolicy::kFp32AppendDtype;
+  return CastPolicy::kPromote;
+}
+
+}  // namespace
+
+std::string_view dtypeName(AutocastDtype dtype) {
+  return dtype == AutocastDtype::kFloat16 ? "float16" : "bfloat16";
+}
+
+std::string_view policyName(CastPolicy policy) {
+  switch (policy) {
+    case CastPolicy::kLowerPrecisionFp:
+      return "lower_precision_fp";
+    case CastPolicy::kFp32:
+      return "fp32";
+    case CastPolicy::kFp32SetOptDtype:
+      return "fp32_set_opt_dtype";
+    case CastPolicy::kFp32AppendDtype:
+      return "fp32_append_dtype";
+    case CastPolicy::kPromote:
+      return "promote";
+  }
+  return "?";
+}
+
+std::optional<AutocastSpec> parseAutocastSpec(std::string_view text,
+                                              const std::string& path,
+                                              DiagnosticEngine& diags) {
+  int errors_before = diags.errorCount();
+  YamlReader r(path, text, diags);
+  if (!r.ok()) return std::nullopt;
+
+  AutocastSpec spec;
+  spec.present = true;
+  spec.loc = SourceLoc{path, 0, 0};
+  // An empty autocast.yaml is the same as none.
+  if (r.root().IsNull()) return spec;
+  auto map = r.readMap(r.root(), "autocast.yaml", kTopKeys, spec.loc);
+  if (!map) return std::nullopt;
+
+  if (const YamlField* dtype = map->find("dtype")) {
+    if (auto value = r.fieldString(*dtype)) {
+      if (*value == "float16") {
+        spec.dtype = AutocastDtype::kFloat16;
+      } else if (*value == "bfloat16") {
+        spec.dtype = AutocastDtype::kBFloat16;
+      } else {
+        std::string message = "unknown autocast dtype '" + *value + "'";
+        std::string near = nearestName(*value, kDtypes);
+        if (!near.empty()) message += "; did you mean '" + near + "'?";
+        r.error(r.loc(dtype->value), message,
+                {"allowed values: float16, bfloat16"});
+      }
+    }
+  }
+
+  if (const YamlField* policies = map->find("policies")) {
+    auto policy_map =
+        policies->value.IsNull()
+            ? std::optional<YamlMap>(YamlMap())
+            : r.readMap(policies->value, "'policies'", kPolicyKeys,
+                        r.valueLoc(policies->key_node, policies->value));
+    if (policy_map) {
+      for (const auto& f : policy_map->fields()) {
+        if (f.value.IsNull()) continue;
+        if (!f.value.IsSequence()) {
+          r.error(r.loc(f.value),
+                  "expected a sequence of operator names for '" + f.key +
+                      "', got " + YamlReader::describe(f.value),
+                  {"write " + f.key + ": [mm, addmm]"});
+          continue;
+        }
+        CastPolicy policy = policyFromKey(f.key);
+        for (const auto& item : f.value) {
+          SourceLoc at = r.loc(item);
+          auto op = r.readString(item, "an operator name in '" + f.key + "'",
+                                 at);
+          if (!op) continue;
+          if (!isOperatorName(*op)) {
+            r.error(at, "invalid operator name '" + *op + "'",
+                    {"an operator is named 'name.overload', or 'name' for "
+                     "the overload without a name: softmax.int, mm"});
+            continue;
+          }
+          spec.entries.push_back(AutocastEntry{*op, policy, at});
+        }
+      }
+    }
+    // An operator gets one cast policy; a second listing is reported against
+    // the first wherever it is.
+    std::vector<AutocastEntry> unique;
+    std::map<std::string, std::size_t, std::less<>> first;
+    for (auto& e : spec.entries) {
+      auto [it, inserted] = first.emplace(e.op, unique.size());
+      if (!inserted) {
+        const AutocastEntry& prev = unique[it->second];
+        r.error(e.loc,
+                "operator '" + e.op + "' is listed twice in autocast.yaml",
+                {"first listed under '" + std::string(policyName(prev.policy)) +
+                 "' at " + prev.loc.str(),
+                 "an operator has one cast policy"});
+        continue;
+      }
+      unique.push_back(std::move(e));
+    }
+    spec.entries = std::move(unique);
+  }
+
+  if (diags.errorCount() > errors_before) return std::nullopt;
+  return spec;
+}
+
+}  // namespace accgen::spec

@@ -1,0 +1,193 @@
+// The spec model: backend.yaml, operators.yaml and autocast.yaml loaded into
+// plain structs.
+//
+// This layer knows YAML and the spec formats (docs/specs.md) but nothing of
+// PyTorch's operators: it checks keys, types and values that can be judged on
+// their own (an identifier, a size, a kind name) and records where every
+// entity came from. Whether an operator exists and whether its kind suits it
+// is the backend model's job (generator/model). Every problem is reported to
+// a DiagnosticEngine; loading goes on after an error so that one run reports
+// them all.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "generator/support/diagnostics.h"
+
+namespace accgen::spec {
+
+/// What happens to an operator the spec does not list.
+enum class FallbackPolicy {
+  kCpu,    ///< run it on the CPU, copying arguments and results
+  kError,  ///< raise an error naming the operator
+};
+
+/// How operators.yaml registers an operator (DESIGN.md, "Operator
+/// registration kinds").
+enum class OpKind { kBuiltin, kKernel, kStub, kEmulate, kFallback };
+
+/// "builtin", "kernel", "stub", "emulate", "fallback".
+std::string_view kindName(OpKind kind);
+
+/// True for the kinds that accept `group:` (kernel, emulate, fallback).
+bool kindAllowsGroup(OpKind kind);
+
+/// The lower-precision dtype of autocast.yaml.
+enum class AutocastDtype { kFloat16, kBFloat16 };
+
+/// "float16", "bfloat16".
+std::string_view dtypeName(AutocastDtype dtype);
+
+/// c10's at::autocast::CastPolicy, one per `policies:` key.
+enum class CastPolicy {
+  kLowerPrecisionFp,
+  kFp32,
+  kFp32SetOptDtype,
+  kFp32AppendDtype,
+  kPromote,
+};
+
+/// The spelling in autocast.yaml and in c10: "lower_precision_fp", "fp32",
+/// "fp32_set_opt_dtype", "fp32_append_dtype", "promote".
+std::string_view policyName(CastPolicy policy);
+
+/// `features:` of backend.yaml.
+struct Features {
+  bool pinned_memory = true;
+  bool autocast = true;
+};
+
+/// backend.yaml. Defaults are filled in: package, cpp_namespace always hold
+/// the effective names.
+struct BackendSpec {
+  /// The torch device type ("accel").
+  std::string device;
+  /// Python package name; torch_<device> unless given.
+  std::string package;
+  /// C++ namespace; <device> unless given.
+  std::string cpp_namespace;
+  /// Number of emulated devices, 1..64.
+  int device_count = 2;
+  /// Capacity of each emulated device in bytes.
+  std::uint64_t memory_bytes = std::uint64_t{4} << 30;
+  FallbackPolicy fallback = FallbackPolicy::kCpu;
+  Features features;
+
+  /// The file (line 0).
+  SourceLoc loc;
+  /// The `device:` value.
+  SourceLoc device_loc;
+};
+
+/// One item of `operators:`.
+struct OperatorEntry {
+  /// As written: "add.Tensor", "mm".
+  std::string op;
+  /// The part before the dot: "add".
+  std::string name;
+  /// The part after the dot, "" for "mm".
+  std::string overload;
+  OpKind kind = OpKind::kKernel;
+  /// Register the functional/in-place/out siblings too; always false for
+  /// builtin and stub.
+  bool group = false;
+  /// `stub:` when given (kind stub only); the model supplies the default.
+  std::optional<std::string> stub;
+
+  /// The item (its first key).
+  SourceLoc loc;
+  /// The `op:` value.
+  SourceLoc op_loc;
+  /// The `kind:` value.
+  SourceLoc kind_loc;
+  /// The `stub:` value, or loc when it is not given.
+  SourceLoc stub_loc;
+};
+
+/// One item of `custom:`.
+struct CustomOpEntry {
+  /// The schema text, e.g. "scaled_add(Tensor self, Tensor other, float
+  /// alpha=1.0) -> Tensor".
+  std::string schema;
+  /// Generate a Meta kernel (shape function).
+  bool meta = true;
+  /// Generate forward + backward registration; the backward body is
+  /// user-written.
+  bool autograd = false;
+
+  /// The item (its first key).
+  SourceLoc loc;
+  /// The first character of the schema text itself (past an opening quote),
+  /// so that loc.column + parse column points at the offending character.
+  SourceLoc schema_loc;
+};
+
+/// operators.yaml.
+struct OperatorsSpec {
+  std::vector<OperatorEntry> operators;
+  std::vector<CustomOpEntry> custom;
+
+  /// The file (line 0).
+  SourceLoc loc;
+  /// The `operators:` key.
+  SourceLoc operators_loc;
+};
+
+/// One operator named in autocast.yaml.
+struct AutocastEntry {
+  /// "mm", "softmax.int".
+  std::string op;
+  CastPolicy policy = CastPolicy::kFp32;
+  SourceLoc loc;
+};
+
+/// autocast.yaml; `present` is false when the file does not exist.
+struct AutocastSpec {
+  bool present = false;
+  AutocastDtype dtype = AutocastDtype::kFloat16;
+  /// In file order: policies in the order written, operators within them.
+  std::vector<AutocastEntry> entries;
+
+  /// The file (line 0).
+  SourceLoc loc;
+};
+
+/// Every spec of one backend.
+struct Specs {
+  BackendSpec backend;
+  OperatorsSpec operators;
+  AutocastSpec autocast;
+  /// The spec directory as the caller gave it.
+  std::string dir;
+};
+
+/// Loads <dir>/backend.yaml, <dir>/operators.yaml and, when present,
+/// <dir>/autocast.yaml. Reports every problem to `diags` with paths spelt
+/// "<dir>/<file>"; returns nullopt when any was an error.
+std::optional<Specs> loadSpecs(const std::string& dir,
+                               DiagnosticEngine& diags);
+
+/// Parses backend.yaml text as if read from `path`; nullopt after errors.
+std::optional<BackendSpec> parseBackendSpec(std::string_view text,
+                                            const std::string& path,
+                                            DiagnosticEngine& diags);
+
+/// Parses operators.yaml text as if read from `path`; nullopt after errors.
+std::optional<OperatorsSpec> parseOperatorsSpec(std::string_view text,
+                                                const std::string& path,
+                                                DiagnosticEngine& diags);
+
+/// Parses autocast.yaml text as if read from `path`; nullopt after errors.
+std::optional<AutocastSpec> parseAutocastSpec(std::string_view text,
+                                              const std::string& path,
+                                              DiagnosticEngine& diags);
+
+/// Parses a memory size: "4096", "64KiB", "512MiB", "4GiB", "1TiB". Returns
+/// nullopt for anything else, zero, or a value that overflows int64.
+std::optional<std::uint64_t> parseMemorySize(std::string_view text);
+
+}  // namespace accgen::spec

@@ -1,0 +1,251 @@
+// Strict YAML reading: key checks, duplicate detection, typed scalars and
+// 1-based locations.
+#include "generator/spec/yaml_reader.h"
+
+#include <algorithm>
+#include <charconv>
+#include <regex>
+
+namespace accgen::spec {
+namespace {
+
+// YAML 1.2 core schema resolution of plain scalars; a spec never relies on
+// yaml-cpp's YAML 1.1 extras (yes/no/on/off are strings here).
+enum class PlainType { kString, kBool, kInt, kFloat };
+
+PlainType classifyPlain(const std::string& s) {
+  static const std::regex kBool("true|True|TRUE|false|False|FALSE");
+  static const std::regex kInt("[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+");
+  static const std::regex kFloat(
+      "[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?|"
+      "[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)");
+  if (std::regex_match(s, kBool)) return PlainType::kBool;
+  if (std::regex_match(s, kInt)) return PlainType::kInt;
+  if (std::regex_match(s, kFloat)) return PlainType::kFloat;
+  return PlainType::kString;
+}
+
+bool isPlain(const YAML::Node& node) { return node.Tag() == "?"; }
+
+std::string shortened(const std::string& s) {
+  constexpr std::size_t kMax = 40;
+  if (s.size() <= kMax) return s;
+  return s.substr(0, kMax) + "...";
+}
+
+}  // namespace
+
+const YamlField* YamlMap::find(std::string_view key) const {
+  for (const auto& f : fields_) {
+    if (f.key == key) return &f;
+  }
+  return nullptr;
+}
+
+YamlReader::YamlReader(std::string path, std::string_view text,
+                       DiagnosticEngine& diags)
+    : path_(std::move(path)), text_(text), diags_(diags) {
+  try {
+    std::vector<YAML::Node> docs = YAML::LoadAll(text_);
+    if (docs.size() > 1) {
+      error(loc(docs[1]), "expected one YAML document, found " +
+                              std::to_string(docs.size()));
+      return;
+    }
+    if (!docs.empty()) root_ = docs.front();
+    ok_ = true;
+  } catch (const YAML::ParserException& e) {
+    SourceLoc where{path_, e.mark.line + 1, e.mark.column + 1};
+    if (e.mark.line < 0) where = SourceLoc{path_, 0, 0};
+    error(where, "invalid YAML: " + e.msg);
+  }
+}
+
+SourceLoc YamlReader::loc(const YAML::Node& node) const {
+  YAML::Mark m = node.Mark();
+  if (m.line < 0 || m.column < 0) return SourceLoc{path_, 0, 0};
+  return SourceLoc{path_, m.line + 1, m.column + 1};
+}
+
+SourceLoc YamlReader::contentLoc(const YAML::Node& node) const {
+  SourceLoc at = loc(node);
+  YAML::Mark m = node.Mark();
+  if (at.line == 0 || m.pos < 0 ||
+      static_cast<std::size_t>(m.pos) >= text_.size()) {
+    return at;
+  }
+  char c = text_[static_cast<std::size_t>(m.pos)];
+  if (c == '"' || c == '\'') {
+    ++at.column;
+  } else if (c == '|' || c == '>') {
+    // Block scalar: the text starts on the next line after its indentation.
+    std::size_t nl = text_.find('\n', static_cast<std::size_t>(m.pos));
+    if (nl != std::string::npos) {
+      std::size_t first = text_.find_first_not_of(' ', nl + 1);
+      if (first == std::string::npos) first = text_.size();
+      at.line += 1;
+      at.column = static_cast<int>(first - nl);
+    }
+  }
+  return at;
+}
+
+SourceLoc YamlReader::valueLoc(const YAML::Node& key,
+                               const YAML::Node& value) const {
+  if (!value.IsDefined() || value.IsNull()) return loc(key);
+  return loc(value);
+}
+
+void YamlReader::error(SourceLoc loc, std::string message,
+                       std::vector<std::string> notes) {
+  diags_.error(std::move(loc), std::move(message), std::move(notes));
+}
+
+std::string YamlReader::describe(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return "an empty value";
+  if (node.IsMap()) return "a map";
+  if (node.IsSequence()) return "a sequence";
+  const std::string& s = node.Scalar();
+  if (isPlain(node)) {
+    switch (classifyPlain(s)) {
+      case PlainType::kBool:
+        return "a boolean (" + s + ")";
+      case PlainType::kInt:
+        return "an integer (" + s + ")";
+      case PlainType::kFloat:
+        return "a number (" + s + ")";
+      case PlainType::kString:
+        break;
+    }
+  }
+  return "a string ('" + shortened(s) + "')";
+}
+
+std::optional<YamlMap> YamlReader::readMap(
+    const YAML::Node& node, std::string_view context,
+    const std::vector<std::string>& allowed, const SourceLoc& where) {
+  if (!node.IsMap()) {
+    SourceLoc at = node.IsDefined() && !node.IsNull() ? loc(node) : where;
+    error(at, "expected a map for " + std::string(context) + ", got " +
+                  describe(node),
+          {"allowed keys: " + joinNames(allowed)});
+    return std::nullopt;
+  }
+  std::vector<YamlField> fields;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const YAML::Node& key = it->first;
+    if (!key.IsScalar()) {
+      error(loc(key), "expected a key name in " + std::string(context) +
+                          ", got " + describe(key),
+            {"allowed keys: " + joinNames(allowed)});
+      continue;
+    }
+    const std::string& name = key.Scalar();
+    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+      std::string message =
+          "unknown key '" + name + "' in " + std::string(context);
+      std::string near = nearestName(name, allowed);
+      if (!near.empty()) message += "; did you mean '" + near + "'?";
+      error(loc(key), message, {"allowed keys: " + joinNames(allowed)});
+      continue;
+    }
+    auto first = std::find_if(fields.begin(), fields.end(),
+                              [&](const YamlField& f) { return f.key == name; });
+    if (first != fields.end()) {
+      error(loc(key),
+            "duplicate key '" + name + "' in " + std::string(context),
+            {"first given at " + loc(first->key_node).str(),
+             "allowed keys: " + joinNames(allowed)});
+      continue;
+    }
+    fields.push_back(YamlField{name, key, it->second});
+  }
+  return YamlMap(std::move(fields));
+}
+
+void YamlReader::missingKey(std::string_view key, std::string_view context,
+                            const SourceLoc& where) {
+  error(where, "missing required key '" + std::string(key) + "' in " +
+                   std::string(context));
+}
+
+std::optional<std::string> YamlReader::readString(const YAML::Node& value,
+                                                  std::string_view what,
+                                                  const SourceLoc& where) {
+  bool ok = value.IsScalar() &&
+            (!isPlain(value) ||
+             classifyPlain(value.Scalar()) == PlainType::kString);
+  if (!ok) {
+    error(where, "expected a string for " + std::string(what) + ", got " +
+                     describe(value));
+    return std::nullopt;
+  }
+  return value.Scalar();
+}
+
+std::optional<bool> YamlReader::readBool(const YAML::Node& value,
+                                         std::string_view what,
+                                         const SourceLoc& where) {
+  if (value.IsScalar() && isPlain(value) &&
+      classifyPlain(value.Scalar()) == PlainType::kBool) {
+    return value.Scalar()[0] == 't' || value.Scalar()[0] == 'T';
+  }
+  error(where, "expected a boolean (true or false) for " + std::string(what) +
+                   ", got " + describe(value));
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> YamlReader::readInt(const YAML::Node& value,
+                                                std::string_view what,
+                                                const SourceLoc& where) {
+  if (value.IsScalar() && isPlain(value) &&
+      classifyPlain(value.Scalar()) == PlainType::kInt) {
+    const std::string& s = value.Scalar();
+    std::int64_t result = 0;
+    std::string_view digits = s;
+    if (!digits.empty() && digits[0] == '+') digits.remove_prefix(1);
+    int base = 10;
+    if (digits.starts_with("0x")) {
+      base = 16;
+      digits.remove_prefix(2);
+    } else if (digits.starts_with("0o")) {
+      base = 8;
+      digits.remove_prefix(2);
+    }
+    auto [end, ec] = std::from_chars(digits.data(),
+                                     digits.data() + digits.size(), result,
+                                     base);
+    if (ec == std::errc() && end == digits.data() + digits.size()) {
+      return result;
+    }
+    error(where, "integer " + s + " for " + std::string(what) +
+                     " is out of range");
+    return std::nullopt;
+  }
+  error(where, "expected an integer for " + std::string(what) + ", got " +
+                   describe(value));
+  return std::nullopt;
+}
+
+std::optional<std::string> YamlReader::fieldString(const YamlField& f) {
+  return readString(f.value, "'" + f.key + "'", valueLoc(f.key_node, f.value));
+}
+
+std::optional<bool> YamlReader::fieldBool(const YamlField& f) {
+  return readBool(f.value, "'" + f.key + "'", valueLoc(f.key_node, f.value));
+}
+
+std::optional<std::int64_t> YamlReader::fieldInt(const YamlField& f) {
+  return readInt(f.value, "'" + f.key + "'", valueLoc(f.key_node, f.value));
+}
+
+std::string joinNames(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) {
+    if (!s.empty()) s += ", ";
+    s += n;
+  }
+  return s;
+}
+
+}  // namespace accgen::spec
