@@ -42,6 +42,24 @@ bool nameLess(std::string_view a, std::string_view b) {
   return sortKey(a) < sortKey(b);
 }
 
+// Note [CompositeImplicitAutograd next to other kernels]
+// An entry such as matmul lists CompositeImplicitAutograd together with
+// NestedTensor kernels. The schema layer calls it composite only when the
+// CompositeImplicitAutograd keys are the only ones, but for PrivateUse1 the
+// result is the same as for a pure composite: the decomposition is also
+// registered on AutogradPrivateUse1 and runs above the backend, so a
+// PrivateUse1 kernel would never be reached (torchgen likewise tests for the
+// key's presence).
+bool decomposesAboveBackend(const NativeFunction& fn) {
+  return fn.hasCompositeImplicitAutograd() ||
+         fn.kernelFor("CompositeImplicitAutograd") != nullptr;
+}
+
+// See Note [CompositeImplicitAutograd next to other kernels].
+bool canHaveBackendKernel(const NativeFunction& fn) {
+  return fn.canHaveBackendKernel() && !decomposesAboveBackend(fn);
+}
+
 std::string quoteList(const std::vector<std::string>& names) {
   std::string s;
   for (const auto& n : names) {
@@ -259,7 +277,7 @@ class BackendBuilder {
              "need it to allocate and copy"});
       return false;
     }
-    if (fn.hasCompositeImplicitAutograd()) {
+    if (decomposesAboveBackend(fn)) {
       error(entry.kind_loc,
             "operator '" + op + "' cannot be " + kind +
                 ": it is CompositeImplicitAutograd",
@@ -288,7 +306,9 @@ class BackendBuilder {
              "kernel instead"});
       return false;
     }
-    if (entry.kind == OpKind::kStub) return checkStub(entry, stubName(entry, fn));
+    if (entry.kind == OpKind::kStub) {
+      return checkStub(entry, stubName(entry, fn));
+    }
     return true;
   }
 
@@ -300,15 +320,29 @@ class BackendBuilder {
   bool checkStub(const spec::OperatorEntry& entry, const std::string& stub) {
     const std::set<std::string>* known = knownStubs(entry);
     if (!known || known->count(stub)) return true;
-    std::vector<std::string> candidates(known->begin(), known->end());
     std::string message = "unknown DispatchStub '" + stub + "'";
-    if (!entry.stub) message += " (the default for '" + entry.op + "')";
-    std::string near = nearestName(stub, candidates);
-    if (!near.empty()) message += "; did you mean '" + near + "'?";
     std::vector<std::string> notes = {
         "stubs are the DECLARE_DISPATCH names in the installed torch's "
         "ATen/native headers"};
-    if (!entry.stub) notes.push_back("name the stub with 'stub:'");
+    if (entry.stub) {
+      std::vector<std::string> candidates(known->begin(), known->end());
+      std::string near = nearestName(stub, candidates);
+      if (!near.empty()) message += "; did you mean '" + near + "'?";
+    } else {
+      // The name was derived, not typed: a spelling suggestion would be a
+      // guess, the stubs named after the operator are not.
+      message += " (the default for '" + entry.op + "')";
+      std::string prefix = stub.substr(0, stub.size() - 4);
+      std::vector<std::string> related;
+      for (const auto& k : *known) {
+        if (k.starts_with(prefix)) related.push_back(k);
+      }
+      if (!related.empty()) {
+        notes.push_back("stubs named after it: " + quoteList(related));
+      }
+      notes.push_back("name the stub with 'stub:', or use another kind if "
+                      "its CPU kernel calls no DispatchStub");
+    }
     error(entry.stub ? entry.stub_loc : entry.kind_loc, message,
           std::move(notes));
     return false;
@@ -355,35 +389,56 @@ class BackendBuilder {
     }
   }
 
+  // The siblings a grouped operator would register besides itself: its
+  // functional / in-place / out variants that accept a backend kernel (and,
+  // for emulate and fallback, have a CPU kernel to run).
+  std::vector<const NativeFunction*> groupSiblings(const Operator& op) {
+    std::vector<const NativeFunction*> result;
+    if (!op.group) return result;
+    SchemaRegistry::Group g = registry_.group(*op.members.front().function);
+    bool needs_cpu =
+        op.kind == OpKind::kEmulate || op.kind == OpKind::kFallback;
+    for (const NativeFunction* sib : {g.functional, g.inplace, g.out}) {
+      if (!sib || sib->schema.fullName() == op.full_name) continue;
+      if (!canHaveBackendKernel(*sib)) continue;
+      if (needs_cpu && !registry_.hasCpuKernel(*sib)) continue;
+      result.push_back(sib);
+    }
+    return result;
+  }
+
   // Adds the group siblings to each grouped operator. A sibling listed on its
   // own keeps its own entry when the kinds agree and is an error when they
-  // do not; a sibling two groups claim is an error.
+  // do not; a sibling two groups claim is an error. Entries in such a clash
+  // are left out of the expansion so that one clash is one error.
   void expandGroups() {
-    std::map<std::string, std::size_t> claimed;
+    std::vector<std::vector<const NativeFunction*>> siblings;
+    for (const auto& r : resolved_) siblings.push_back(groupSiblings(r.op));
+
+    std::set<std::size_t> clashing;
     std::set<std::pair<std::size_t, std::size_t>> reported;
     for (std::size_t i = 0; i < resolved_.size(); ++i) {
-      Resolved& owner = resolved_[i];
-      if (!owner.op.group) continue;
-      const NativeFunction& fn = *owner.op.members.front().function;
-      SchemaRegistry::Group g = registry_.group(fn);
-      std::vector<std::string> covered;
-      for (const NativeFunction* sib : {g.functional, g.inplace, g.out}) {
-        if (!sib || sib->schema.fullName() == owner.op.full_name) continue;
-        if (!sib->canHaveBackendKernel()) continue;
-        bool needs_cpu = owner.op.kind == OpKind::kEmulate ||
-                         owner.op.kind == OpKind::kFallback;
-        if (needs_cpu && !registry_.hasCpuKernel(*sib)) continue;
-        std::string name = sib->schema.fullName();
-        covered.push_back(name);
-        if (auto it = explicit_.find(name); it != explicit_.end()) {
-          std::size_t j = it->second;
-          const Resolved& other = resolved_[j];
-          if (other.op.kind != owner.op.kind &&
-              reported.insert(std::minmax(i, j)).second) {
-            reportGroupClash(owner, other, registry_.group(fn));
-          }
-          continue;
+      for (const NativeFunction* sib : siblings[i]) {
+        auto it = explicit_.find(sib->schema.fullName());
+        if (it == explicit_.end()) continue;
+        std::size_t j = it->second;
+        if (resolved_[j].op.kind == resolved_[i].op.kind) continue;
+        clashing.insert(i);
+        clashing.insert(j);
+        if (reported.insert(std::minmax(i, j)).second) {
+          reportGroupClash(i, j, siblings);
         }
+      }
+    }
+
+    std::map<std::string, std::size_t> claimed;
+    for (std::size_t i = 0; i < resolved_.size(); ++i) {
+      if (clashing.count(i)) continue;
+      Resolved& owner = resolved_[i];
+      for (const NativeFunction* sib : siblings[i]) {
+        std::string name = sib->schema.fullName();
+        // Listed on its own with the same kind: the explicit entry wins.
+        if (explicit_.count(name)) continue;
         if (auto it = claimed.find(name); it != claimed.end()) {
           const Resolved& first = resolved_[it->second];
           error(owner.entry->op_loc,
@@ -403,25 +458,44 @@ class BackendBuilder {
     }
   }
 
-  void reportGroupClash(const Resolved& owner, const Resolved& listed,
-                        const SchemaRegistry::Group& g) {
-    std::vector<std::string> members;
-    for (const NativeFunction* m : {g.functional, g.inplace, g.out}) {
-      if (m && m->schema.fullName() != owner.op.full_name) {
-        members.push_back(m->schema.fullName());
+  // Entry i's group covers entry j, which is listed with another kind. The
+  // error goes to whichever of the two comes later in the file.
+  void reportGroupClash(
+      std::size_t i, std::size_t j,
+      const std::vector<std::vector<const NativeFunction*>>& siblings) {
+    const Resolved& owner = resolved_[i];
+    const Resolved& listed = resolved_[j];
+    auto covers = [&](std::size_t a, std::size_t b) {
+      for (const NativeFunction* s : siblings[a]) {
+        if (s->schema.fullName() == resolved_[b].op.full_name) return true;
       }
+      return false;
+    };
+    std::vector<std::string> members;
+    for (const NativeFunction* s : siblings[i]) {
+      members.push_back(s->schema.fullName());
     }
     std::string owner_kind(spec::kindName(owner.op.kind));
     std::string listed_kind(spec::kindName(listed.op.kind));
-    error(listed.entry->op_loc,
+    bool listed_is_later = listed.entry->loc.line > owner.entry->loc.line ||
+                           (listed.entry->loc.line == owner.entry->loc.line &&
+                            listed.entry->loc.column > owner.entry->loc.column);
+    const Resolved& later = listed_is_later ? listed : owner;
+    const Resolved& earlier = listed_is_later ? owner : listed;
+    std::string fix =
+        covers(j, i)
+            ? "list each operator once, or give both entries group: false"
+            : "list each operator once, or give '" + owner.op.full_name +
+                  "' group: false";
+    error(later.entry->op_loc,
           "operator '" + listed.op.full_name + "' is listed as " +
               listed_kind + ", but the group of '" + owner.op.full_name +
-              "' already registers it as " + owner_kind,
-          {"'" + owner.op.full_name + "' is listed at " +
-               owner.entry->loc.str() + "; its group also registers " +
-               quoteList(members),
-           "list each operator once, or give '" + owner.op.full_name +
-               "' group: false"});
+              "' registers it as " + owner_kind,
+          {"'" + earlier.op.full_name + "' is listed at " +
+               earlier.entry->loc.str(),
+           "the group of '" + owner.op.full_name + "' (" + owner_kind +
+               ") registers " + quoteList(members),
+           fix});
   }
 
   void checkBuiltinSet() {

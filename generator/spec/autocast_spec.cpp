@@ -48,7 +48,6 @@ std::string_view policyName(CastPolicy policy) {
 std::optional<AutocastSpec> parseAutocastSpec(std::string_view text,
                                               const std::string& path,
                                               DiagnosticEngine& diags) {
-  int errors_before = diags.errorCount();
   YamlReader r(path, text, diags);
   if (!r.ok()) return std::nullopt;
 
@@ -128,7 +127,7 @@ std::optional<AutocastSpec> parseAutocastSpec(std::string_view text,
     spec.entries = std::move(unique);
   }
 
-  if (diags.errorCount() > errors_before) return std::nullopt;
+  if (r.errorCount() > 0) return std::nullopt;
   return spec;
 }
 

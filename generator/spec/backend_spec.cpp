@@ -158,7 +158,6 @@ std::optional<std::uint64_t> parseMemorySize(std::string_view text) {
 std::optional<BackendSpec> parseBackendSpec(std::string_view text,
                                             const std::string& path,
                                             DiagnosticEngine& diags) {
-  int errors_before = diags.errorCount();
   YamlReader r(path, text, diags);
   if (!r.ok()) return std::nullopt;
 
@@ -200,7 +199,7 @@ std::optional<BackendSpec> parseBackendSpec(std::string_view text,
     }
   }
 
-  if (diags.errorCount() > errors_before) return std::nullopt;
+  if (r.errorCount() > 0) return std::nullopt;
   return spec;
 }
 

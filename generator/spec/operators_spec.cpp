@@ -211,7 +211,6 @@ bool kindAllowsGroup(OpKind kind) {
 std::optional<OperatorsSpec> parseOperatorsSpec(std::string_view text,
                                                 const std::string& path,
                                                 DiagnosticEngine& diags) {
-  int errors_before = diags.errorCount();
   YamlReader r(path, text, diags);
   if (!r.ok()) return std::nullopt;
 
@@ -253,7 +252,7 @@ std::optional<OperatorsSpec> parseOperatorsSpec(std::string_view text,
     }
   }
 
-  if (diags.errorCount() > errors_before) return std::nullopt;
+  if (r.errorCount() > 0) return std::nullopt;
   return spec;
 }
 

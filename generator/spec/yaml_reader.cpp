@@ -56,9 +56,72 @@ YamlReader::YamlReader(std::string path, std::string_view text,
     ok_ = true;
   } catch (const YAML::ParserException& e) {
     SourceLoc where{path_, e.mark.line + 1, e.mark.column + 1};
-    if (e.mark.line < 0) where = SourceLoc{path_, 0, 0};
-    error(where, "invalid YAML: " + e.msg);
+    std::vector<std::string> notes;
+    if (e.mark.line < 0) {
+      where = SourceLoc{path_, 0, 0};
+    } else if (auto note = unclosedFlowNote(
+                   static_cast<std::size_t>(std::max(e.mark.pos, 0)))) {
+      notes.push_back(*note);
+    }
+    error(where, "invalid YAML: " + e.msg, std::move(notes));
   }
+}
+
+YamlReader::~YamlReader() {
+  std::stable_sort(pending_.begin(), pending_.end(),
+                   [](const Diagnostic& a, const Diagnostic& b) {
+                     return std::pair(a.loc.line, a.loc.column) <
+                            std::pair(b.loc.line, b.loc.column);
+                   });
+  for (auto& d : pending_) {
+    if (d.severity == Severity::kError) {
+      diags_.error(std::move(d.loc), std::move(d.message), std::move(d.notes));
+    } else {
+      diags_.warning(std::move(d.loc), std::move(d.message),
+                     std::move(d.notes));
+    }
+  }
+}
+
+std::optional<std::string> YamlReader::unclosedFlowNote(
+    std::size_t pos) const {
+  struct Open {
+    char c;
+    int line;
+    int column;
+  };
+  std::vector<Open> open;
+  int line = 1;
+  int column = 1;
+  char quote = 0;
+  bool comment = false;
+  for (std::size_t i = 0; i < pos && i < text_.size(); ++i) {
+    char c = text_[i];
+    if (c == '\n') {
+      ++line;
+      column = 1;
+      comment = false;
+      continue;
+    }
+    if (comment) {
+      // Brackets inside a comment do not count.
+    } else if (quote) {
+      if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '#' && (i == 0 || text_[i - 1] == ' ')) {
+      comment = true;
+    } else if (c == '{' || c == '[') {
+      open.push_back({c, line, column});
+    } else if ((c == '}' || c == ']') && !open.empty()) {
+      open.pop_back();
+    }
+    ++column;
+  }
+  if (open.empty()) return std::nullopt;
+  const Open& o = open.back();
+  return std::string("the '") + o.c + "' at " +
+         SourceLoc{path_, o.line, o.column}.str() + " is not closed";
 }
 
 SourceLoc YamlReader::loc(const YAML::Node& node) const {
@@ -98,7 +161,9 @@ SourceLoc YamlReader::valueLoc(const YAML::Node& key,
 
 void YamlReader::error(SourceLoc loc, std::string message,
                        std::vector<std::string> notes) {
-  diags_.error(std::move(loc), std::move(message), std::move(notes));
+  pending_.push_back(
+      {Severity::kError, std::move(loc), std::move(message), std::move(notes)});
+  ++error_count_;
 }
 
 std::string YamlReader::describe(const YAML::Node& node) {

@@ -5,7 +5,9 @@
 // 0-based positions. YamlReader checks keys against an allowed list (nearest
 // name for a misspelling), finds duplicates by walking the map's own nodes,
 // says which type it expected and which it found, and turns every position
-// into a 1-based SourceLoc. Used by the three spec parsers only.
+// into a 1-based SourceLoc. Diagnostics are held back and passed on in file
+// order when the reader is destroyed, whatever order the checks ran in.
+// Used by the three spec parsers only.
 #pragma once
 
 #include <cstdint>
@@ -49,11 +51,16 @@ class YamlReader {
   /// Parses `text`; a syntax error is reported and leaves root() null with
   /// ok() false.
   YamlReader(std::string path, std::string_view text, DiagnosticEngine& diags);
+  /// Passes the collected diagnostics on, sorted by position.
+  ~YamlReader();
+  YamlReader(const YamlReader&) = delete;
+  YamlReader& operator=(const YamlReader&) = delete;
 
   bool ok() const { return ok_; }
   const YAML::Node& root() const { return root_; }
   const std::string& path() const { return path_; }
-  DiagnosticEngine& diags() { return diags_; }
+  /// Errors reported so far through this reader.
+  int errorCount() const { return error_count_; }
 
   /// The node's 1-based position; the file alone when the node has none.
   SourceLoc loc(const YAML::Node& node) const;
@@ -108,6 +115,12 @@ class YamlReader {
   DiagnosticEngine& diags_;
   YAML::Node root_;
   bool ok_ = false;
+  std::vector<Diagnostic> pending_;
+  int error_count_ = 0;
+
+  /// A note naming the innermost '{' or '[' still open at byte `pos`: yaml-cpp
+  /// reports an unclosed flow collection where it gives up, lines later.
+  std::optional<std::string> unclosedFlowNote(std::size_t pos) const;
 };
 
 /// "a, b and c"-free list for notes: "a, b, c".
