@@ -93,6 +93,7 @@ class ScopedCwd {
 struct TorchFixture {
   schema::TorchInstall torch;
   std::unique_ptr<schema::SchemaRegistry> registry;
+  std::set<std::string> stubs;
 };
 
 const TorchFixture& torchFixture() {
@@ -101,6 +102,8 @@ const TorchFixture& torchFixture() {
     f.torch = schema::findTorch();
     f.registry = std::make_unique<schema::SchemaRegistry>(
         schema::SchemaRegistry::load(f.torch.native_functions_yaml));
+    // What buildBackend would scan from torch_include_dir, scanned once.
+    f.stubs = schema::findDispatchStubs(f.torch.include_dir);
     return f;
   }();
   return fixture;
@@ -119,6 +122,7 @@ RunResult runCase(const fs::path& case_root) {
   if (specs) {
     model::BuildOptions options;
     options.torch_include_dir = torch.torch.include_dir;
+    options.dispatch_stubs = torch.stubs;
     model::buildBackend(*specs, *torch.registry, diags, options);
   }
   std::ostringstream out;
