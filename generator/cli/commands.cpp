@@ -1,5 +1,160 @@
-// Placeholder until the pipeline lands.
+// The subcommands. Each parses its options with CLI11, runs the pipeline and
+// returns an exit code; user errors travel as AccgenError to main.
 #include "generator/cli/commands.h"
+
+#include <filesystem>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "generator/cli/init.h"
+#include "generator/cli/inspect.h"
+#include "generator/cli/pipeline.h"
+#include "generator/support/diagnostics.h"
+
 namespace accgen::cli {
-int run(int, char**) { return 0; }
+namespace {
+
+namespace fs = std::filesystem;
+
+struct GenerateOptions {
+  std::string specs = "specs";
+  std::string out = ".";
+  std::string schemas;
+  bool force = false;
+  bool check = false;
+  bool update_lock = false;
+};
+
+/// The command line that regenerates `options.out`, for messages.
+std::string regenerateCommand(const GenerateOptions& o) {
+  std::string cmd = "accgen generate";
+  if (o.specs != "specs") cmd += " --specs " + o.specs;
+  if (o.out != ".") cmd += " --out " + o.out;
+  if (!o.schemas.empty()) cmd += " --schemas " + o.schemas;
+  return cmd;
+}
+
+int runGenerate(const GenerateOptions& o) {
+  auto [files, run] = renderFromSpecs(o.specs, o.schemas, std::cerr);
+
+  if (o.check) {
+    auto diffs = write::checkTree(o.out, files, manifestExtra(run));
+    if (diffs.empty()) {
+      std::cout << o.out << " is up to date with " << o.specs << "\n";
+      return static_cast<int>(ExitCode::kOk);
+    }
+    for (const auto& d : diffs) std::cout << d;
+    std::cerr << "error: " << diffs.size() << " generated file"
+              << (diffs.size() == 1 ? "" : "s") << " in " << o.out
+              << " differ from what " << o.specs
+              << " produces; regenerate with: " << regenerateCommand(o)
+              << "\n";
+    return static_cast<int>(ExitCode::kCheckDiff);
+  }
+
+  auto report = write::writeTree(
+      o.out, files, {.force = o.force, .manifest_extra = manifestExtra(run)});
+  if (report.refused()) {
+    for (const auto& path : report.edited) {
+      std::cerr << (fs::path(o.out) / path).lexically_normal().string()
+                << ": error: generated file was edited by hand; not "
+                   "overwritten\n";
+    }
+    std::cerr << "note: move your changes into the specs or a kernels/ "
+                 "file, or rerun with --force to discard them; nothing was "
+                 "written\n";
+    return static_cast<int>(ExitCode::kRefusedOverwrite);
+  }
+  std::cout << report.summary() << "\n";
+  return static_cast<int>(ExitCode::kOk);
+}
+
+int runValidate(const std::string& specs, const std::string& schemas_file) {
+  SchemaSource schemas = loadSchemas(schemas_file);
+  loadBackend(specs, schemas, std::cerr);
+  return static_cast<int>(ExitCode::kOk);
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  CLI::App app{
+      "accgen: generates a complete PyTorch backend on the PrivateUse1 key "
+      "from YAML specs",
+      "accgen"};
+  app.set_version_flag("--version", std::string("accgen ") + ACCGEN_VERSION);
+  app.require_subcommand(1);
+
+  InitOptions init_options;
+  auto* init = app.add_subcommand(
+      "init", "Create a backend project that builds and runs as it is");
+  init->add_option("name", init_options.name,
+                   "Device name (a lower-case Python identifier)")
+      ->required();
+  init->add_option("--dir", init_options.dir,
+                   "Project directory (default: ./NAME); must be empty");
+  init->add_option("--schemas", init_options.schemas,
+                   "native_functions.yaml to use instead of the installed "
+                   "torch's");
+
+  GenerateOptions gen;
+  auto* generate = app.add_subcommand(
+      "generate", "Render the backend; write only what changed");
+  generate->add_option("--specs", gen.specs, "Spec directory")
+      ->capture_default_str();
+  generate->add_option("--out", gen.out, "Output directory")
+      ->capture_default_str();
+  generate->add_option("--schemas", gen.schemas,
+                       "native_functions.yaml to use instead of the "
+                       "installed torch's");
+  generate->add_flag("--force", gen.force,
+                     "Overwrite generated files that were edited by hand");
+  generate->add_flag("--check", gen.check,
+                     "Compare with the tree on disk; print a diff; write "
+                     "nothing");
+  generate->add_flag("--update-lock", gen.update_lock,
+                     "Accept schema changes of locked operators");
+
+  std::string validate_specs = "specs", validate_schemas;
+  auto* validate =
+      app.add_subcommand("validate", "Validate the specs; print errors only");
+  validate->add_option("--specs", validate_specs, "Spec directory")
+      ->capture_default_str();
+  validate->add_option("--schemas", validate_schemas,
+                       "native_functions.yaml to validate against");
+
+  InspectOptions inspect_options;
+  auto* inspect = app.add_subcommand(
+      "inspect",
+      "Show an operator's schema, C++ signature and registration");
+  inspect->add_option("operator", inspect_options.op,
+                      "Operator: name.overload, name, or ns::name")
+      ->required();
+  inspect->add_option("--specs", inspect_options.specs, "Spec directory")
+      ->capture_default_str();
+  inspect->add_option("--schemas", inspect_options.schemas,
+                      "native_functions.yaml to read");
+  inspect->add_flag("--json", inspect_options.json, "JSON output for tools");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return static_cast<int>(ExitCode::kUsage);
+  }
+
+  if (*init) return runInit(init_options, std::cout, std::cerr);
+  if (*generate) return runGenerate(gen);
+  if (*validate) return runValidate(validate_specs, validate_schemas);
+  if (*inspect) return runInspect(inspect_options, std::cout, std::cerr);
+  return static_cast<int>(ExitCode::kUsage);
+}
+
 }  // namespace accgen::cli

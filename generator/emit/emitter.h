@@ -32,6 +32,12 @@ struct OutputFile {
   bool user_owned = false;
 };
 
+/// Facts about the run that are not part of the backend model.
+struct RunInfo {
+  /// The torch version whose schemas were used ("2.13.0+cpu"); "" unknown.
+  std::string torch_version;
+};
+
 using EmitFn = std::vector<OutputFile> (*)(const model::Backend&);
 
 /// A registered output family (the registry is one table in registry.cpp).
@@ -45,8 +51,10 @@ struct Emitter {
 const std::vector<Emitter>& registry();
 
 /// Values every template may use: device, DEVICE, package, namespace,
-/// device_count, memory_bytes, fallback_cpu, fallback_error, ...
-nlohmann::json globalContext(const model::Backend& backend);
+/// device_count, memory_bytes, fallback_cpu, fallback_error, features,
+/// torch_version, torch_version_major, torch_version_minor, accgen_version.
+nlohmann::json globalContext(const model::Backend& backend,
+                             const RunInfo& run);
 
 /// Runs every emitter; the result is sorted by path. Two emitters producing
 /// one path is an internal error.

@@ -1,0 +1,113 @@
+// `accgen init NAME`: the project's specs, README, tests and CI workflow
+// come from templates/init/ (user-owned from then on), then the backend is
+// generated into the same directory exactly as `accgen generate` would.
+#include "generator/cli/init.h"
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "generator/cli/pipeline.h"
+#include "generator/spec/names.h"
+#include "generator/support/diagnostics.h"
+
+namespace accgen::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// The project files init writes once: template → path in the project.
+struct InitFile {
+  const char* template_name;
+  std::string path;
+};
+
+std::vector<InitFile> initFiles(const std::string& device) {
+  return {
+      {"init/specs/backend.yaml.mustache", "specs/backend.yaml"},
+      {"init/specs/operators.yaml.mustache", "specs/operators.yaml"},
+      {"init/specs/autocast.yaml.mustache", "specs/autocast.yaml"},
+      {"init/README.md.mustache", "README.md"},
+      {"init/gitignore.mustache", ".gitignore"},
+      {"init/tests/test_backend.py.mustache", "tests/test_" + device + ".py"},
+      {"init/ci/github-workflow.yml.mustache",
+       ".github/workflows/" + device + ".yml"},
+  };
+}
+
+void writeNew(const fs::path& path, const std::string& content) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out << content;
+  if (!out) {
+    throw AccgenError(ExitCode::kInternal,
+                      "cannot write '" + path.string() + "'");
+  }
+}
+
+}  // namespace
+
+int runInit(const InitOptions& options, std::ostream& out,
+            std::ostream& err) {
+  if (std::string problem = spec::deviceNameProblem(options.name);
+      !problem.empty()) {
+    throw AccgenError(ExitCode::kInvalidInput,
+                      "error: invalid device name '" + options.name +
+                          "': " + problem);
+  }
+  const fs::path dir = options.dir.empty() ? fs::path(options.name)
+                                           : fs::path(options.dir);
+  if (fs::exists(dir) &&
+      (!fs::is_directory(dir) || !fs::is_empty(dir))) {
+    throw AccgenError(ExitCode::kRefusedOverwrite,
+                      dir.string() +
+                          ": error: directory exists and is not empty; "
+                          "`accgen init` only creates new projects (use "
+                          "`accgen generate` inside an existing one)");
+  }
+
+  SchemaSource schemas = loadSchemas(options.schemas);
+  emit::RunInfo run{schemas.torch_version};
+  render::TemplateSet templates(render::defaultTemplateDir());
+  const std::string plain_version =
+      run.torch_version.substr(0, run.torch_version.find('+'));
+  const nlohmann::json context = {
+      {"device", options.name},
+      {"package", "torch_" + options.name},
+      {"namespace", options.name},
+      {"torch_version", plain_version},
+  };
+
+  // Build the whole project beside its final place, then rename it in.
+  fs::path parent = fs::absolute(dir).parent_path();
+  fs::create_directories(parent);
+  const fs::path staging =
+      parent / ("." + dir.filename().string() + ".accgen-init-" +
+                std::to_string(::getpid()));
+  fs::remove_all(staging);
+  try {
+    for (const auto& f : initFiles(options.name)) {
+      writeNew(staging / f.path, templates.render(f.template_name, context));
+    }
+    model::Backend backend =
+        loadBackend((staging / "specs").string(), schemas, err);
+    auto files = renderBackend(backend, run, templates);
+    auto report = write::writeTree(staging.string(), files,
+                                   {.manifest_extra = manifestExtra(run)});
+    if (fs::exists(dir)) fs::remove(dir);  // empty, checked above
+    fs::rename(staging, dir);
+    out << "created backend '" << options.name << "' in " << dir.string()
+        << ": " << report.written.size() << " generated files, "
+        << report.created_user.size() << " kernel files\n"
+        << "next: CMAKE_PREFIX_PATH=<accgen prefix> pip install "
+           "--no-build-isolation "
+        << dir.string() << "\n";
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(staging, ec);
+    throw;
+  }
+  return 0;
+}
+
+}  // namespace accgen::cli

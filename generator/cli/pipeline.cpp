@@ -1,0 +1,100 @@
+// The shared pipeline of the commands.
+#include "generator/cli/pipeline.h"
+
+#include <filesystem>
+
+#include "generator/spec/spec.h"
+#include "generator/support/diagnostics.h"
+
+namespace accgen::cli {
+
+SchemaSource loadSchemas(const std::string& schemas_file) {
+  SchemaSource source;
+  if (schemas_file.empty()) {
+    source.torch = schema::findTorch();
+    source.torch_version = source.torch->version;
+    source.registry = std::make_unique<schema::SchemaRegistry>(
+        schema::SchemaRegistry::load(source.torch->native_functions_yaml));
+  } else {
+    if (!std::filesystem::is_regular_file(schemas_file)) {
+      throw AccgenError(ExitCode::kInvalidInput,
+                        schemas_file + ": error: no such schema file");
+    }
+    source.registry = std::make_unique<schema::SchemaRegistry>(
+        schema::SchemaRegistry::load(schemas_file));
+    // The installed torch still provides the ATen headers (DispatchStubs);
+    // the version of an arbitrary file is unknown.
+    try {
+      source.torch = schema::findTorch();
+      if (std::filesystem::equivalent(schemas_file,
+                                      source.torch->native_functions_yaml)) {
+        source.torch_version = source.torch->version;
+      }
+    } catch (const AccgenError&) {
+      source.torch.reset();
+    }
+  }
+  source.registry->setTorchVersion(source.torch_version);
+  return source;
+}
+
+model::Backend loadBackend(const std::string& specs_dir,
+                           const SchemaSource& schemas, std::ostream& err) {
+  if (!std::filesystem::is_directory(specs_dir)) {
+    throw AccgenError(ExitCode::kInvalidInput,
+                      specs_dir + ": error: no such spec directory (give "
+                                  "one with --specs, or run inside a project "
+                                  "made by `accgen init`)");
+  }
+  DiagnosticEngine diags;
+  auto specs = spec::loadSpecs(specs_dir, diags);
+  std::optional<model::Backend> backend;
+  if (specs) {
+    model::BuildOptions options;
+    if (schemas.torch) options.torch_include_dir = schemas.torch->include_dir;
+    backend = model::buildBackend(*specs, *schemas.registry, diags, options);
+  }
+  diags.print(err);
+  if (diags.hasErrors() || !backend) {
+    throw AccgenError(ExitCode::kInvalidInput,
+                      std::to_string(diags.errorCount()) +
+                          (diags.errorCount() == 1 ? " error" : " errors") +
+                          " in " + specs_dir + "; nothing was written");
+  }
+  return std::move(*backend);
+}
+
+std::vector<write::RenderedFile> renderBackend(const model::Backend& backend,
+                                               const emit::RunInfo& run,
+                                               render::TemplateSet& templates) {
+  const nlohmann::json global = emit::globalContext(backend, run);
+  std::vector<write::RenderedFile> rendered;
+  for (const auto& file : emit::emitAll(backend)) {
+    nlohmann::json data = global;
+    data["source"] = file.source;
+    for (const auto& [key, value] : file.data.items()) data[key] = value;
+    rendered.push_back(
+        {file.path, templates.render(file.template_name, data),
+         file.user_owned});
+  }
+  return rendered;
+}
+
+RenderedBackend renderFromSpecs(const std::string& specs_dir,
+                                const std::string& schemas_file,
+                                std::ostream& err) {
+  SchemaSource schemas = loadSchemas(schemas_file);
+  model::Backend backend = loadBackend(specs_dir, schemas, err);
+  RenderedBackend result;
+  result.run.torch_version = schemas.torch_version;
+  render::TemplateSet templates(render::defaultTemplateDir());
+  result.files = renderBackend(backend, result.run, templates);
+  return result;
+}
+
+nlohmann::json manifestExtra(const emit::RunInfo& run) {
+  return {{"accgen_version", ACCGEN_VERSION},
+          {"torch_version", run.torch_version}};
+}
+
+}  // namespace accgen::cli

@@ -1,0 +1,55 @@
+// The pipeline the commands share: schemas → specs → backend model →
+// emitters → rendered files. Each step reports user errors as AccgenError
+// after printing every diagnostic.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "generator/emit/emitter.h"
+#include "generator/model/backend.h"
+#include "generator/render/renderer.h"
+#include "generator/schema/schema.h"
+#include "generator/write/writer.h"
+
+namespace accgen::cli {
+
+/// The schemas a run uses and where they came from.
+struct SchemaSource {
+  std::unique_ptr<schema::SchemaRegistry> registry;
+  /// The installed torch, when it could be found.
+  std::optional<schema::TorchInstall> torch;
+  /// Version of the torch the schemas belong to ("" when unknown).
+  std::string torch_version;
+};
+
+/// Loads `schemas_file`, or the installed torch's native_functions.yaml when
+/// it is empty.
+SchemaSource loadSchemas(const std::string& schemas_file);
+
+/// Loads and validates the specs in `specs_dir`; prints every diagnostic to
+/// `err`; throws AccgenError(kInvalidInput) when any was an error.
+model::Backend loadBackend(const std::string& specs_dir,
+                           const SchemaSource& schemas, std::ostream& err);
+
+/// Runs every emitter and renders its files with `templates`.
+std::vector<write::RenderedFile> renderBackend(const model::Backend& backend,
+                                               const emit::RunInfo& run,
+                                               render::TemplateSet& templates);
+
+/// The whole pipeline from a spec directory to rendered files.
+struct RenderedBackend {
+  std::vector<write::RenderedFile> files;
+  emit::RunInfo run;
+};
+RenderedBackend renderFromSpecs(const std::string& specs_dir,
+                                const std::string& schemas_file,
+                                std::ostream& err);
+
+/// What the manifest records besides the files.
+nlohmann::json manifestExtra(const emit::RunInfo& run);
+
+}  // namespace accgen::cli

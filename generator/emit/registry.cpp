@@ -1,0 +1,77 @@
+// The emitter registry (one table) and the values shared by every template.
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "generator/emit/emitter.h"
+#include "generator/emit/emitters.h"
+#include "generator/model/backend.h"
+#include "generator/support/diagnostics.h"
+
+namespace accgen::emit {
+
+const std::vector<Emitter>& registry() {
+  static const std::vector<Emitter> kEmitters = {
+  };
+  return kEmitters;
+}
+
+namespace {
+
+std::string upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(c));
+  return s;
+}
+
+/// "2.13.0+cpu" -> {2, 13}; {0, 0} when unknown.
+std::pair<int, int> majorMinor(const std::string& version) {
+  int major = 0, minor = 0;
+  if (std::sscanf(version.c_str(), "%d.%d", &major, &minor) != 2) return {0, 0};
+  return {major, minor};
+}
+
+}  // namespace
+
+nlohmann::json globalContext(const model::Backend& backend,
+                             const RunInfo& run) {
+  auto [major, minor] = majorMinor(run.torch_version);
+  std::string plain_version = run.torch_version.substr(
+      0, run.torch_version.find('+'));
+  return {
+      {"device", backend.device()},
+      {"DEVICE", upper(backend.device())},
+      {"package", backend.package()},
+      {"namespace", backend.cppNamespace()},
+      {"device_count", backend.deviceCount()},
+      {"memory_bytes", std::to_string(backend.memoryBytes())},
+      {"fallback_cpu", backend.fallback() == spec::FallbackPolicy::kCpu},
+      {"fallback_error", backend.fallback() == spec::FallbackPolicy::kError},
+      {"features",
+       {{"pinned_memory", backend.features().pinned_memory},
+        {"autocast", backend.features().autocast}}},
+      {"torch_version", plain_version},
+      {"torch_version_major", major},
+      {"torch_version_minor", minor},
+      {"accgen_version", ACCGEN_VERSION},
+  };
+}
+
+std::vector<OutputFile> emitAll(const model::Backend& backend) {
+  std::vector<OutputFile> all;
+  for (const auto& emitter : registry()) {
+    auto files = emitter.fn(backend);
+    all.insert(all.end(), std::make_move_iterator(files.begin()),
+               std::make_move_iterator(files.end()));
+  }
+  std::sort(all.begin(), all.end(),
+            [](const auto& a, const auto& b) { return a.path < b.path; });
+  for (std::size_t i = 1; i < all.size(); ++i) {
+    if (all[i].path == all[i - 1].path) {
+      throw AccgenError(ExitCode::kInternal,
+                        "two emitters produce '" + all[i].path + "'");
+    }
+  }
+  return all;
+}
+
+}  // namespace accgen::emit

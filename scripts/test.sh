@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: installs what is missing, builds
+# accgen, the emulator and the tests, runs the gtest suites (plain and under
+# AddressSanitizer + UBSan), checks generated_example/ against the specs,
+# builds and installs the example backend and drives it with pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+PY=${PYTHON:-python3}
+
+bash scripts/bootstrap.sh
+
+echo "== build (preset default)"
+cmake --preset default >/dev/null
+cmake --build --preset default -j2
+
+echo "== gtest suites"
+ctest --preset default -j2
+
+if [ -x scripts/test_emulator_sanitizers.sh ]; then
+  echo "== emulator under AddressSanitizer + UBSan"
+  bash scripts/test_emulator_sanitizers.sh asan
+fi
+
+echo "== install accgen to build/install"
+cmake --install build --prefix build/install >/dev/null
+ACCGEN=$ROOT/build/install/bin/accgen
+
+echo "== generated_example/ matches specs/"
+"$ACCGEN" generate --check --specs specs --out generated_example
+
+if [ -f generated_example/pyproject.toml ]; then
+  echo "== build and install the example backend"
+  CMAKE_PREFIX_PATH=$ROOT/build/install "$PY" -m pip install -q \
+    --no-build-isolation ./generated_example
+fi
+
+echo "== pytest"
+ACCGEN_BIN=$ACCGEN ACCGEN_PREFIX=$ROOT/build/install ACCGEN_BUILD_DIR=$ROOT/build \
+  "$PY" -m pytest -q tests/python
