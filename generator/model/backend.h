@@ -135,14 +135,10 @@ class Backend {
   /// Every operators.yaml entry, sorted by (name, overload).
   const std::vector<Operator>& operators() const { return operators_; }
   /// Custom operators, sorted by (name, overload).
-  const std::vector<CustomOperator>& customOperators() const {
-    return custom_;
-  }
+  const std::vector<CustomOperator>& customOperators() const { return custom_; }
   /// Autocast rules sorted by (name, overload); empty when
   /// features.autocast is off.
-  const std::vector<AutocastRule>& autocastRules() const {
-    return autocast_;
-  }
+  const std::vector<AutocastRule>& autocastRules() const { return autocast_; }
   spec::AutocastDtype autocastDtype() const { return autocast_dtype_; }
 
   /// The operator that registers `full_name` ("add_.Tensor"), directly or as

@@ -73,14 +73,19 @@ std::string quoteList(const std::vector<std::string>& names) {
 
 const std::vector<std::string>& builtinOperators() {
   static const std::vector<std::string> kBuiltins = [] {
-    std::vector<std::string> v = {
-        "empty.memory_format", "empty_strided",
-        "as_strided",          "resize_",
-        "_reshape_alias",      "_copy_from",
-        "_copy_from_and_resize", "_local_scalar_dense",
-        "set_.source_Storage", "set_.source_Storage_storage_offset",
-        "set_.source_Tensor",  "set_",
-        "view"};
+    std::vector<std::string> v = {"empty.memory_format",
+                                  "empty_strided",
+                                  "as_strided",
+                                  "resize_",
+                                  "_reshape_alias",
+                                  "_copy_from",
+                                  "_copy_from_and_resize",
+                                  "_local_scalar_dense",
+                                  "set_.source_Storage",
+                                  "set_.source_Storage_storage_offset",
+                                  "set_.source_Tensor",
+                                  "set_",
+                                  "view"};
     std::sort(v.begin(), v.end(), nameLess);
     return v;
   }();
@@ -169,15 +174,14 @@ class BackendBuilder {
     try {
       return schema::dispatcherSignature(s);
     } catch (const schema::SchemaParseError& e) {
-      error(loc, "cannot map '" + s.fullName() + "' to a C++ signature: " +
-                     e.detail());
+      error(loc, "cannot map '" + s.fullName() +
+                     "' to a C++ signature: " + e.detail());
       return std::nullopt;
     }
   }
 
   std::optional<Registration> registration(const NativeFunction& fn,
-                                           bool primary,
-                                           const SourceLoc& loc) {
+                                           bool primary, const SourceLoc& loc) {
     Registration r;
     r.function = share(fn);
     auto sig = signatureOf(r.function->schema, loc);
@@ -236,10 +240,9 @@ class BackendBuilder {
   void checkDeviceName() {
     const std::string& device = specs_.backend.device;
     for (const auto& fn : registry_.functions()) {
-      bool is_function =
-          fn.variants.empty() ||
-          std::find(fn.variants.begin(), fn.variants.end(), "function") !=
-              fn.variants.end();
+      bool is_function = fn.variants.empty() ||
+                         std::find(fn.variants.begin(), fn.variants.end(),
+                                   "function") != fn.variants.end();
       if (is_function && fn.schema.name == device) {
         error(specs_.backend.device_loc,
               "invalid device name '" + device + "': torch." + device +
@@ -285,10 +288,9 @@ class BackendBuilder {
       return false;
     }
     if (!fn.canHaveBackendKernel()) {
-      error(entry.kind_loc,
-            "operator '" + op + "' cannot be " + kind +
-                ": PyTorch registers its kernels by hand "
-                "(manual_kernel_registration)");
+      error(entry.kind_loc, "operator '" + op + "' cannot be " + kind +
+                                ": PyTorch registers its kernels by hand "
+                                "(manual_kernel_registration)");
       return false;
     }
     bool cpu = registry_.hasCpuKernel(fn);
@@ -340,8 +342,9 @@ class BackendBuilder {
       if (!related.empty()) {
         notes.push_back("stubs named after it: " + quoteList(related));
       }
-      notes.push_back("name the stub with 'stub:', or use another kind if "
-                      "its CPU kernel calls no DispatchStub");
+      notes.push_back(
+          "name the stub with 'stub:', or use another kind if "
+          "its CPU kernel calls no DispatchStub");
     }
     error(entry.stub ? entry.stub_loc : entry.kind_loc, message,
           std::move(notes));
@@ -449,8 +452,8 @@ class BackendBuilder {
                  "set 'group: false' on one of them"});
           continue;
         }
-        auto member = registration(*sib, /*primary=*/false,
-                                   owner.entry->op_loc);
+        auto member =
+            registration(*sib, /*primary=*/false, owner.entry->op_loc);
         if (!member) continue;
         claimed.emplace(name, i);
         owner.op.members.push_back(std::move(*member));
@@ -488,8 +491,8 @@ class BackendBuilder {
             : "list each operator once, or give '" + owner.op.full_name +
                   "' group: false";
     error(later.entry->op_loc,
-          "operator '" + listed.op.full_name + "' is listed as " +
-              listed_kind + ", but the group of '" + owner.op.full_name +
+          "operator '" + listed.op.full_name + "' is listed as " + listed_kind +
+              ", but the group of '" + owner.op.full_name +
               "' registers it as " + owner_kind,
           {"'" + earlier.op.full_name + "' is listed at " +
                earlier.entry->loc.str(),
@@ -519,10 +522,11 @@ class BackendBuilder {
     SourceLoc at = specs_.operators.operators_loc.file.empty()
                        ? specs_.operators.loc
                        : specs_.operators.operators_loc;
-    error(at, "the builtin operator set is incomplete: missing " +
-                  quoteList(missing),
-          {"a backend cannot allocate, copy or view tensors without them",
-           "add each as: - {op: " + missing.front() + ", kind: builtin}"});
+    error(
+        at,
+        "the builtin operator set is incomplete: missing " + quoteList(missing),
+        {"a backend cannot allocate, copy or view tensors without them",
+         "add each as: - {op: " + missing.front() + ", kind: builtin}"});
   }
 
   void resolveCustomOperators() {
@@ -548,11 +552,12 @@ class BackendBuilder {
       }
       if (registry_.find(full)) {
         error(entry.schema_loc,
-              "custom operator '" + full + "' has the name of an aten "
-              "operator",
+              "custom operator '" + full +
+                  "' has the name of an aten "
+                  "operator",
               {"operators are named without their namespace in specs and "
-               "in `accgen inspect`; give " + ns + "::" + full +
-               " another name"});
+               "in `accgen inspect`; give " +
+               ns + "::" + full + " another name"});
         continue;
       }
       bool has_tensor = std::any_of(
@@ -580,8 +585,8 @@ class BackendBuilder {
           continue;
         }
       }
-      auto shared = std::make_shared<const schema::FunctionSchema>(
-          std::move(parsed));
+      auto shared =
+          std::make_shared<const schema::FunctionSchema>(std::move(parsed));
       auto sig = signatureOf(*shared, entry.schema_loc);
       if (!sig) continue;
       CustomOperator c;
@@ -613,8 +618,9 @@ class BackendBuilder {
       if (entry.policy == spec::CastPolicy::kFp32SetOptDtype &&
           !hasOptionalDtype(fn->schema)) {
         error(entry.loc,
-              "operator '" + entry.op + "' cannot be fp32_set_opt_dtype: it "
-              "has no 'ScalarType? dtype' argument",
+              "operator '" + entry.op +
+                  "' cannot be fp32_set_opt_dtype: it "
+                  "has no 'ScalarType? dtype' argument",
               {"fp32_set_opt_dtype sets that argument to float32; use fp32 "
                "for other operators"});
         continue;
@@ -644,12 +650,11 @@ class BackendBuilder {
   }
 
   static bool hasOptionalDtype(const schema::FunctionSchema& s) {
-    return std::any_of(s.arguments.begin(), s.arguments.end(),
-                       [](const schema::Argument& a) {
-                         return a.name == "dtype" &&
-                                a.type.base == "ScalarType" &&
-                                a.type.optional && !a.type.is_list;
-                       });
+    return std::any_of(
+        s.arguments.begin(), s.arguments.end(), [](const schema::Argument& a) {
+          return a.name == "dtype" && a.type.base == "ScalarType" &&
+                 a.type.optional && !a.type.is_list;
+        });
   }
 
   // Sorts everything and names wrappers and user kernels. Wrapper names are
@@ -675,8 +680,9 @@ class BackendBuilder {
                            const SourceLoc& loc) {
       auto [it, inserted] = kernel_owner.emplace(file, who);
       if (!inserted) {
-        error(loc, "'" + who + "' and '" + it->second +
-                       "' would share the user kernel file " + file,
+        error(loc,
+              "'" + who + "' and '" + it->second +
+                  "' would share the user kernel file " + file,
               {"rename the custom operator"});
       }
     };

@@ -11,9 +11,9 @@ namespace {
 
 const std::vector<std::string> kTopKeys = {"dtype", "policies"};
 const std::vector<std::string> kDtypes = {"float16", "bfloat16"};
-const std::vector<std::string> kPolicyKeys = {
-    "lower_precision_fp", "fp32", "fp32_set_opt_dtype", "fp32_append_dtype",
-    "promote"};
+const std::vector<std::string> kPolicyKeys = {"lower_precision_fp", "fp32",
+                                              "fp32_set_opt_dtype",
+                                              "fp32_append_dtype", "promote"};
 
 CastPolicy policyFromKey(std::string_view key) {
   if (key == "lower_precision_fp") return CastPolicy::kLowerPrecisionFp;
@@ -94,8 +94,8 @@ std::optional<AutocastSpec> parseAutocastSpec(std::string_view text,
         CastPolicy policy = policyFromKey(f.key);
         for (const auto& item : f.value) {
           SourceLoc at = r.loc(item);
-          auto op = r.readString(item, "an operator name in '" + f.key + "'",
-                                 at);
+          auto op =
+              r.readString(item, "an operator name in '" + f.key + "'", at);
           if (!op) continue;
           if (!isOperatorName(*op)) {
             r.error(at, "invalid operator name '" + *op + "'",
@@ -118,7 +118,7 @@ std::optional<AutocastSpec> parseAutocastSpec(std::string_view text,
         r.error(e.loc,
                 "operator '" + e.op + "' is listed twice in autocast.yaml",
                 {"first listed under '" + std::string(policyName(prev.policy)) +
-                 "' at " + prev.loc.str(),
+                     "' at " + prev.loc.str(),
                  "an operator has one cast policy"});
         continue;
       }

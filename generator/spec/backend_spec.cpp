@@ -11,8 +11,8 @@ namespace accgen::spec {
 namespace {
 
 const std::vector<std::string> kBackendKeys = {
-    "device", "package", "namespace", "devices", "memory", "fallback",
-    "features"};
+    "device", "package",  "namespace", "devices",
+    "memory", "fallback", "features"};
 const std::vector<std::string> kFeatureKeys = {"pinned_memory", "autocast"};
 const std::vector<std::string> kFallbackValues = {"cpu", "error"};
 
@@ -25,8 +25,8 @@ void readDevice(YamlReader& r, const YamlField& f, BackendSpec& spec) {
   spec.device_loc = r.loc(f.value);
   std::string problem = deviceNameProblem(*device);
   if (!problem.empty()) {
-    r.error(spec.device_loc, "invalid device name '" + *device + "': " +
-                                 problem,
+    r.error(spec.device_loc,
+            "invalid device name '" + *device + "': " + problem,
             {"a device name is a lower-case Python identifier without "
              "digits, e.g. 'accel' or 'my_npu'"});
   }
@@ -51,8 +51,7 @@ void readNamespace(YamlReader& r, const YamlField& f, BackendSpec& spec) {
   spec.cpp_namespace = *ns;
   std::string problem = cppNamespaceProblem(*ns);
   if (!problem.empty()) {
-    r.error(r.loc(f.value),
-            "invalid namespace '" + *ns + "': " + problem);
+    r.error(r.loc(f.value), "invalid namespace '" + *ns + "': " + problem);
   }
 }
 
@@ -71,10 +70,11 @@ void readDevices(YamlReader& r, const YamlField& f, BackendSpec& spec) {
 void readMemory(YamlReader& r, const YamlField& f, BackendSpec& spec) {
   SourceLoc at = r.valueLoc(f.key_node, f.value);
   if (!f.value.IsScalar()) {
-    r.error(at, "expected a size for 'memory', got " +
-                    YamlReader::describe(f.value),
-            {"a size is a byte count or a number with KiB, MiB, GiB or TiB: "
-             "4GiB"});
+    r.error(
+        at,
+        "expected a size for 'memory', got " + YamlReader::describe(f.value),
+        {"a size is a byte count or a number with KiB, MiB, GiB or TiB: "
+         "4GiB"});
     return;
   }
   const std::string& text = f.value.Scalar();

@@ -37,8 +37,9 @@ bool expectSequence(YamlReader& r, const YamlField& f, std::string_view hint) {
 std::optional<OperatorEntry> readEntry(YamlReader& r, const YAML::Node& item) {
   SourceLoc at = r.loc(item);
   if (!item.IsMap()) {
-    r.error(at, "expected a map for an operator entry, got " +
-                    YamlReader::describe(item),
+    r.error(at,
+            "expected a map for an operator entry, got " +
+                YamlReader::describe(item),
             {"write an entry as {op: add.Tensor, kind: kernel}"});
     return std::nullopt;
   }
@@ -90,8 +91,9 @@ std::optional<OperatorEntry> readEntry(YamlReader& r, const YAML::Node& item) {
       if (!near.empty()) message += "; did you mean '" + near + "'?";
       std::vector<std::string> notes = {"kinds: " + joinNames(kKindNames)};
       if (*text == "custom") {
-        notes.push_back("custom operators are listed under 'custom:' with "
-                        "their schema");
+        notes.push_back(
+            "custom operators are listed under 'custom:' with "
+            "their schema");
       }
       r.error(entry.kind_loc, message, std::move(notes));
       ok = false;
@@ -106,10 +108,10 @@ std::optional<OperatorEntry> readEntry(YamlReader& r, const YAML::Node& item) {
   if (const YamlField* group = map->find("group")) {
     if (auto value = r.fieldBool(*group)) {
       if (kind && !kindAllowsGroup(*kind)) {
-        r.error(r.loc(group->key_node),
-                "'group' is not allowed for kind " +
-                    std::string(kindName(*kind)),
-                {"'group' applies to the kinds kernel, emulate and fallback"});
+        r.error(
+            r.loc(group->key_node),
+            "'group' is not allowed for kind " + std::string(kindName(*kind)),
+            {"'group' applies to the kinds kernel, emulate and fallback"});
         ok = false;
       } else {
         entry.group = *value;
@@ -146,8 +148,9 @@ std::optional<OperatorEntry> readEntry(YamlReader& r, const YAML::Node& item) {
 std::optional<CustomOpEntry> readCustom(YamlReader& r, const YAML::Node& item) {
   SourceLoc at = r.loc(item);
   if (!item.IsMap()) {
-    r.error(at, "expected a map for a custom operator entry, got " +
-                    YamlReader::describe(item),
+    r.error(at,
+            "expected a map for a custom operator entry, got " +
+                YamlReader::describe(item),
             {"write an entry as {schema: \"my_op(Tensor self) -> Tensor\"}"});
     return std::nullopt;
   }

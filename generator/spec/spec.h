@@ -168,8 +168,7 @@ struct Specs {
 /// Loads <dir>/backend.yaml, <dir>/operators.yaml and, when present,
 /// <dir>/autocast.yaml. Reports every problem to `diags` with paths spelt
 /// "<dir>/<file>"; returns nullopt when any was an error.
-std::optional<Specs> loadSpecs(const std::string& dir,
-                               DiagnosticEngine& diags);
+std::optional<Specs> loadSpecs(const std::string& dir, DiagnosticEngine& diags);
 
 /// Parses backend.yaml text as if read from `path`; nullopt after errors.
 std::optional<BackendSpec> parseBackendSpec(std::string_view text,

@@ -48,8 +48,8 @@ YamlReader::YamlReader(std::string path, std::string_view text,
   try {
     std::vector<YAML::Node> docs = YAML::LoadAll(text_);
     if (docs.size() > 1) {
-      error(loc(docs[1]), "expected one YAML document, found " +
-                              std::to_string(docs.size()));
+      error(loc(docs[1]),
+            "expected one YAML document, found " + std::to_string(docs.size()));
       return;
     }
     if (!docs.empty()) root_ = docs.front();
@@ -83,8 +83,7 @@ YamlReader::~YamlReader() {
   }
 }
 
-std::optional<std::string> YamlReader::unclosedFlowNote(
-    std::size_t pos) const {
+std::optional<std::string> YamlReader::unclosedFlowNote(std::size_t pos) const {
   struct Open {
     char c;
     int line;
@@ -191,8 +190,9 @@ std::optional<YamlMap> YamlReader::readMap(
     const std::vector<std::string>& allowed, const SourceLoc& where) {
   if (!node.IsMap()) {
     SourceLoc at = node.IsDefined() && !node.IsNull() ? loc(node) : where;
-    error(at, "expected a map for " + std::string(context) + ", got " +
-                  describe(node),
+    error(at,
+          "expected a map for " + std::string(context) + ", got " +
+              describe(node),
           {"allowed keys: " + joinNames(allowed)});
     return std::nullopt;
   }
@@ -200,8 +200,9 @@ std::optional<YamlMap> YamlReader::readMap(
   for (auto it = node.begin(); it != node.end(); ++it) {
     const YAML::Node& key = it->first;
     if (!key.IsScalar()) {
-      error(loc(key), "expected a key name in " + std::string(context) +
-                          ", got " + describe(key),
+      error(loc(key),
+            "expected a key name in " + std::string(context) + ", got " +
+                describe(key),
             {"allowed keys: " + joinNames(allowed)});
       continue;
     }
@@ -214,11 +215,11 @@ std::optional<YamlMap> YamlReader::readMap(
       error(loc(key), message, {"allowed keys: " + joinNames(allowed)});
       continue;
     }
-    auto first = std::find_if(fields.begin(), fields.end(),
-                              [&](const YamlField& f) { return f.key == name; });
+    auto first =
+        std::find_if(fields.begin(), fields.end(),
+                     [&](const YamlField& f) { return f.key == name; });
     if (first != fields.end()) {
-      error(loc(key),
-            "duplicate key '" + name + "' in " + std::string(context),
+      error(loc(key), "duplicate key '" + name + "' in " + std::string(context),
             {"first given at " + loc(first->key_node).str(),
              "allowed keys: " + joinNames(allowed)});
       continue;
@@ -237,9 +238,9 @@ void YamlReader::missingKey(std::string_view key, std::string_view context,
 std::optional<std::string> YamlReader::readString(const YAML::Node& value,
                                                   std::string_view what,
                                                   const SourceLoc& where) {
-  bool ok = value.IsScalar() &&
-            (!isPlain(value) ||
-             classifyPlain(value.Scalar()) == PlainType::kString);
+  bool ok =
+      value.IsScalar() &&
+      (!isPlain(value) || classifyPlain(value.Scalar()) == PlainType::kString);
   if (!ok) {
     error(where, "expected a string for " + std::string(what) + ", got " +
                      describe(value));
@@ -277,14 +278,13 @@ std::optional<std::int64_t> YamlReader::readInt(const YAML::Node& value,
       base = 8;
       digits.remove_prefix(2);
     }
-    auto [end, ec] = std::from_chars(digits.data(),
-                                     digits.data() + digits.size(), result,
-                                     base);
+    auto [end, ec] = std::from_chars(
+        digits.data(), digits.data() + digits.size(), result, base);
     if (ec == std::errc() && end == digits.data() + digits.size()) {
       return result;
     }
-    error(where, "integer " + s + " for " + std::string(what) +
-                     " is out of range");
+    error(where,
+          "integer " + s + " for " + std::string(what) + " is out of range");
     return std::nullopt;
   }
   error(where, "expected an integer for " + std::string(what) + ", got " +

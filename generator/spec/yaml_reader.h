@@ -10,13 +10,13 @@
 // Used by the three spec parsers only.
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "generator/support/diagnostics.h"
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <dtl/dtl.hpp>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -18,8 +19,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <dtl/dtl.hpp>
 
 #include "generator/model/backend.h"
 #include "generator/schema/schema.h"

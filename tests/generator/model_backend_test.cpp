@@ -59,14 +59,12 @@ class RealTorch : public ::testing::Test {
     spec::Specs s;
     s.dir = "specs";
     auto b = spec::parseBackendSpec(backend, "specs/backend.yaml", diags);
-    auto o = spec::parseOperatorsSpec(operators, "specs/operators.yaml",
-                                      diags);
+    auto o = spec::parseOperatorsSpec(operators, "specs/operators.yaml", diags);
     EXPECT_TRUE(b && o) << printed(diags);
     if (b) s.backend = *b;
     if (o) s.operators = *o;
     if (!autocast.empty()) {
-      auto a = spec::parseAutocastSpec(autocast, "specs/autocast.yaml",
-                                       diags);
+      auto a = spec::parseAutocastSpec(autocast, "specs/autocast.yaml", diags);
       EXPECT_TRUE(a) << printed(diags);
       if (a) s.autocast = *a;
     }
@@ -114,14 +112,14 @@ TEST_F(RealTorch, OperatorsAreSortedByNameThenOverload) {
   EXPECT_TRUE(diags.diagnostics().empty()) << printed(diags);
   std::vector<std::string> names;
   for (const auto& op : backend->operators()) names.push_back(op.full_name);
-  EXPECT_EQ(names,
-            (std::vector<std::string>{
-                "_copy_from", "_copy_from_and_resize", "_local_scalar_dense",
-                "_reshape_alias", "abs.out", "add.Tensor", "as_strided",
-                "cumsum", "empty.memory_format", "empty_strided", "mm",
-                "mul.Tensor", "resize_", "set_", "set_.source_Storage",
-                "set_.source_Storage_storage_offset", "set_.source_Tensor",
-                "view"}));
+  EXPECT_EQ(
+      names,
+      (std::vector<std::string>{
+          "_copy_from", "_copy_from_and_resize", "_local_scalar_dense",
+          "_reshape_alias", "abs.out", "add.Tensor", "as_strided", "cumsum",
+          "empty.memory_format", "empty_strided", "mm", "mul.Tensor", "resize_",
+          "set_", "set_.source_Storage", "set_.source_Storage_storage_offset",
+          "set_.source_Tensor", "view"}));
 }
 
 TEST_F(RealTorch, GroupsRegisterTheSiblings) {
@@ -133,8 +131,7 @@ TEST_F(RealTorch, GroupsRegisterTheSiblings) {
   ASSERT_NE(add, nullptr);
   EXPECT_EQ(add->kind, spec::OpKind::kEmulate);
   EXPECT_EQ(memberNames(*add),
-            (std::vector<std::string>{"add.Tensor", "add.out",
-                                      "add_.Tensor"}));
+            (std::vector<std::string>{"add.Tensor", "add.out", "add_.Tensor"}));
   EXPECT_EQ(add->primary().fullName(), "add.Tensor");
   EXPECT_EQ(add->member("add.out")->role, schema::SchemaKind::kOut);
   EXPECT_EQ(add->member("add_.Tensor")->role, schema::SchemaKind::kInplace);
@@ -200,9 +197,9 @@ TEST_F(RealTorch, NamesAndSignatures) {
 
 TEST_F(RealTorch, BackendValuesAndCustomOperators) {
   DiagnosticEngine diags;
-  auto backend = build(specs(kBaseOperators,
-                             "device: accel\nnamespace: vendor\ndevices: 3\n"),
-                       diags);
+  auto backend = build(
+      specs(kBaseOperators, "device: accel\nnamespace: vendor\ndevices: 3\n"),
+      diags);
   ASSERT_TRUE(backend) << printed(diags);
   EXPECT_EQ(backend->device(), "accel");
   EXPECT_EQ(backend->package(), "torch_accel");
@@ -238,8 +235,8 @@ TEST_F(RealTorch, TheBackendOutlivesTheRegistryAndItsCopies) {
     DiagnosticEngine diags;
     BuildOptions options;
     options.dispatch_stubs = *stubs_;
-    auto backend = buildBackend(specs(kBaseOperators), *registry, diags,
-                                options);
+    auto backend =
+        buildBackend(specs(kBaseOperators), *registry, diags, options);
     ASSERT_TRUE(backend) << printed(diags);
     copy = *backend;
   }
@@ -301,8 +298,7 @@ TEST_F(RealTorch, GroupsOfDifferentKindsThatOverlapAreOneError) {
             "operator 'add.out' is listed as kernel, but the group of "
             "'add.Tensor' registers it as emulate");
   ASSERT_EQ(d.notes.size(), 3u);
-  EXPECT_EQ(d.notes[0],
-            "'add.Tensor' is listed at specs/operators.yaml:15:5");
+  EXPECT_EQ(d.notes[0], "'add.Tensor' is listed at specs/operators.yaml:15:5");
 }
 
 TEST_F(RealTorch, GroupSkipsSiblingsThatCannotHaveAKernel) {
@@ -426,8 +422,7 @@ TEST_F(RealTorch, CustomOperatorRules) {
        "invalid operator schema: expected ',' or ')' after an argument", 42},
       {"mm(Tensor self, Tensor mat2) -> Tensor", "",
        "custom operator 'mm' has the name of an aten operator", 14},
-      {"f(int x) -> int", "", "custom operator 'f' has no Tensor argument",
-       14},
+      {"f(int x) -> int", "", "custom operator 'f' has no Tensor argument", 14},
       {"f_(Tensor(a!) self) -> Tensor(a!)", "    autograd: true\n",
        "custom operator 'f_' cannot have autograd: it writes to its "
        "arguments",
@@ -437,10 +432,10 @@ TEST_F(RealTorch, CustomOperatorRules) {
   };
   for (const auto& c : cases) {
     DiagnosticEngine diags;
-    EXPECT_FALSE(build(specs(std::string("operators:\n") + kBuiltins +
-                             "custom:\n  - schema: \"" + c.schema + "\"\n" +
-                             c.extra),
-                       diags))
+    EXPECT_FALSE(
+        build(specs(std::string("operators:\n") + kBuiltins +
+                    "custom:\n  - schema: \"" + c.schema + "\"\n" + c.extra),
+              diags))
         << c.schema;
     ASSERT_EQ(diags.errorCount(), 1) << c.schema << "\n" << printed(diags);
     EXPECT_EQ(diags.diagnostics()[0].message, c.message) << c.schema;
@@ -521,10 +516,10 @@ TEST_F(RealTorch, AutocastErrors) {
 
 TEST_F(RealTorch, AutocastOffDropsTheRulesWithAWarning) {
   DiagnosticEngine diags;
-  auto backend = build(specs(kBaseOperators,
-                             "device: accel\nfeatures: {autocast: false}\n",
-                             "policies:\n  fp32: [mm]\n"),
-                       diags);
+  auto backend = build(
+      specs(kBaseOperators, "device: accel\nfeatures: {autocast: false}\n",
+            "policies:\n  fp32: [mm]\n"),
+      diags);
   ASSERT_TRUE(backend) << printed(diags);
   EXPECT_TRUE(backend->autocastRules().empty());
   ASSERT_EQ(diags.diagnostics().size(), 1u);

@@ -135,9 +135,10 @@ TEST_F(Fixture, KernelGroupTakesEverySiblingThatAcceptsAKernel) {
 
 TEST_F(Fixture, ManualKernelRegistrationAndComposites) {
   DiagnosticEngine diags;
-  EXPECT_FALSE(build("  - {op: handmade, kind: kernel}\n"
-                     "  - {op: decomposed, kind: emulate}\n",
-                     diags));
+  EXPECT_FALSE(
+      build("  - {op: handmade, kind: kernel}\n"
+            "  - {op: decomposed, kind: emulate}\n",
+            diags));
   EXPECT_EQ(printed(diags),
             "specs/operators.yaml:4:26: error: operator 'handmade' cannot be "
             "kernel: PyTorch registers its kernels by hand "
@@ -151,9 +152,10 @@ TEST_F(Fixture, ManualKernelRegistrationAndComposites) {
 TEST_F(Fixture, WrapperNamesStayUniqueAfterSanitizing) {
   // foo_.bar and foo._bar both sanitize to foo__bar.
   DiagnosticEngine diags;
-  auto backend = build("  - {op: foo_.bar, kind: emulate, group: false}\n"
-                       "  - {op: foo._bar, kind: emulate, group: false}\n",
-                       diags);
+  auto backend = build(
+      "  - {op: foo_.bar, kind: emulate, group: false}\n"
+      "  - {op: foo._bar, kind: emulate, group: false}\n",
+      diags);
   ASSERT_TRUE(backend) << printed(diags);
   // Sorted by (name, overload): foo._bar before foo_.bar.
   EXPECT_EQ(backend->findRegistration("foo._bar")->primary().wrapper_name,
@@ -164,9 +166,10 @@ TEST_F(Fixture, WrapperNamesStayUniqueAfterSanitizing) {
 
 TEST_F(Fixture, UserKernelFilesMustNotCollide) {
   DiagnosticEngine diags;
-  EXPECT_FALSE(build("  - {op: foo_.bar, kind: kernel, group: false}\n"
-                     "  - {op: foo._bar, kind: kernel, group: false}\n",
-                     diags));
+  EXPECT_FALSE(
+      build("  - {op: foo_.bar, kind: kernel, group: false}\n"
+            "  - {op: foo._bar, kind: kernel, group: false}\n",
+            diags));
   ASSERT_EQ(diags.errorCount(), 1) << printed(diags);
   EXPECT_EQ(diags.diagnostics()[0].message,
             "'foo_.bar' and 'foo._bar' would share the user kernel file "

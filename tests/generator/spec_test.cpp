@@ -1,6 +1,8 @@
 // Unit tests of the spec layer: parsing the three spec files into structs,
 // defaults, locations, and the strictness rules (unknown and duplicate keys,
 // types, values), each checked through the diagnostics a user would see.
+#include "generator/spec/spec.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,7 +11,6 @@
 #include <sstream>
 
 #include "generator/spec/names.h"
-#include "generator/spec/spec.h"
 
 namespace accgen::spec {
 namespace {
@@ -75,8 +76,8 @@ TEST(BackendSpec, MemoryAsPlainByteCount) {
 
 TEST(BackendSpec, UnknownKeySuggestsAndListsAllowedKeys) {
   DiagnosticEngine diags;
-  EXPECT_FALSE(parseBackendSpec("device: npu\nfalback: cpu\n", "b.yaml",
-                                diags));
+  EXPECT_FALSE(
+      parseBackendSpec("device: npu\nfalback: cpu\n", "b.yaml", diags));
   EXPECT_EQ(printed(diags),
             "b.yaml:2:1: error: unknown key 'falback' in backend.yaml; did "
             "you mean 'fallback'?\n"
@@ -110,8 +111,7 @@ TEST(BackendSpec, DuplicateKeyInsideANestedMap) {
 TEST(BackendSpec, WrongTypesNameExpectedAndActual) {
   DiagnosticEngine diags;
   EXPECT_FALSE(parseBackendSpec(
-      "device: [a]\ndevices: \"2\"\nfeatures:\n  autocast: yes\n", "b",
-      diags));
+      "device: [a]\ndevices: \"2\"\nfeatures:\n  autocast: yes\n", "b", diags));
   EXPECT_EQ(printed(diags),
             "b:1:9: error: expected a string for 'device', got a sequence\n"
             "b:2:10: error: expected an integer for 'devices', got a string "
@@ -145,13 +145,13 @@ TEST(BackendSpec, NotAMap) {
 
 TEST(BackendSpec, EveryErrorIsReportedInFileOrder) {
   DiagnosticEngine diags;
-  EXPECT_FALSE(parseBackendSpec(
-      "device: cuda\n"
-      "devices: 0\n"
-      "colour: red\n"
-      "memory: lots\n"
-      "fallback: cpuu\n",
-      "b", diags));
+  EXPECT_FALSE(
+      parseBackendSpec("device: cuda\n"
+                       "devices: 0\n"
+                       "colour: red\n"
+                       "memory: lots\n"
+                       "fallback: cpuu\n",
+                       "b", diags));
   ASSERT_EQ(diags.errorCount(), 5);
   std::vector<int> lines;
   for (const auto& d : diags.diagnostics()) lines.push_back(d.loc.line);
@@ -172,11 +172,11 @@ TEST(BackendSpec, YamlSyntaxErrorIsOneBasedAndPointsAtTheOpenBracket) {
 }
 
 TEST(BackendSpec, DeviceNameRules) {
-  for (const char* bad : {"class", "cuda", "privateuseone", "my-npu",
-                          "npu2", "Npu", "nn", "fft", "float16"}) {
+  for (const char* bad : {"class", "cuda", "privateuseone", "my-npu", "npu2",
+                          "Npu", "nn", "fft", "float16"}) {
     DiagnosticEngine diags;
-    EXPECT_FALSE(parseBackendSpec(std::string("device: ") + bad + "\n", "b",
-                                  diags))
+    EXPECT_FALSE(
+        parseBackendSpec(std::string("device: ") + bad + "\n", "b", diags))
         << bad;
     ASSERT_EQ(diags.errorCount(), 1) << bad;
     EXPECT_TRUE(diags.diagnostics()[0].message.starts_with(
@@ -190,8 +190,8 @@ TEST(BackendSpec, DeviceThatIsACppKeywordNeedsANamespace) {
   EXPECT_FALSE(parseBackendSpec("device: union\n", "b", diags));
   EXPECT_EQ(diags.errorCount(), 1);
   DiagnosticEngine ok;
-  auto spec = parseBackendSpec("device: union\nnamespace: union_npu\n", "b",
-                               ok);
+  auto spec =
+      parseBackendSpec("device: union\nnamespace: union_npu\n", "b", ok);
   ASSERT_TRUE(spec) << printed(ok);
   EXPECT_EQ(spec->cpp_namespace, "union_npu");
   EXPECT_EQ(spec->package, "torch_union");
@@ -241,9 +241,9 @@ TEST(MemorySize, Parses) {
 }
 
 TEST(MemorySize, Rejects) {
-  for (const char* bad : {"", "0", "0GiB", "-1", "4GB", "4 GiB", "GiB",
-                          "4gib", "1.5GiB", "9223372036854775808",
-                          "8388608TiB", "99999999999999999999999"}) {
+  for (const char* bad :
+       {"", "0", "0GiB", "-1", "4GB", "4 GiB", "GiB", "4gib", "1.5GiB",
+        "9223372036854775808", "8388608TiB", "99999999999999999999999"}) {
     EXPECT_FALSE(parseMemorySize(bad)) << bad;
   }
   EXPECT_EQ(parseMemorySize("9223372036854775807"),
@@ -395,8 +395,8 @@ TEST(OperatorsSpec, OperatorsKeyIsRequired) {
 TEST(OperatorsSpec, ABadEntryDoesNotHideTheNext) {
   DiagnosticEngine diags;
   EXPECT_FALSE(parseOperatorsSpec(
-      "operators:\n  - {op: mm, kind: x}\n  - {op: add.Tensor, kind: y}\n",
-      "o", diags));
+      "operators:\n  - {op: mm, kind: x}\n  - {op: add.Tensor, kind: y}\n", "o",
+      diags));
   EXPECT_EQ(diags.errorCount(), 2);
 }
 
@@ -462,8 +462,7 @@ TEST(AutocastSpec, Rules) {
       {"policies:\n  fp32: [aten::mm]\n", "invalid operator name 'aten::mm'"},
       {"policies:\n  fp32: [[mm]]\n",
        "expected a string for an operator name in 'fp32', got a sequence"},
-      {"policies: [fp32]\n",
-       "expected a map for 'policies', got a sequence"},
+      {"policies: [fp32]\n", "expected a map for 'policies', got a sequence"},
   };
   for (const auto& c : cases) {
     DiagnosticEngine diags;
