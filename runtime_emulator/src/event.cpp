@@ -9,22 +9,28 @@
 namespace accgen::emulator {
 
 accError_t Event::record(const std::shared_ptr<Stream>& stream) {
-  // Held across submission so the point and the marker agree even if two
-  // threads record the same event at once; the worker takes this mutex only
-  // in reached(), never while holding the stream's queue mutex.
-  std::lock_guard<std::mutex> lock(mutex_);
+  // The mutex is not held across submission: a stopped stream runs the
+  // marker inline, and reached() takes the mutex.
+  uint64_t generation = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    generation = ++issued_generation_;
+  }
   Work marker;
   marker.kind = WorkKind::kRecord;
   marker.event = shared_from_this();
-  marker.generation = generation_ + 1;
+  marker.generation = generation;
   uint64_t seq = 0;
   const accError_t error = stream->submit(std::move(marker), seq);
   if (error != accSuccess) {
     return error;
   }
-  ++generation_;
-  stream_ = stream;
-  seq_ = seq;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (generation > generation_) {
+    generation_ = generation;
+    stream_ = stream;
+    seq_ = seq;
+  }
   return accSuccess;
 }
 

@@ -1,0 +1,180 @@
+// Note [Device memory access]: device memory faults on host access; a kernel
+// gets access to exactly the allocations holding its buffer pointers, for
+// its duration; ACCGEN_EMU_PROTECT=0 turns the guard off. Every case runs in
+// a child process (gtest death tests, "threadsafe" style: a fresh exec), so
+// the environment is set before the child's first driver call.
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <cstring>
+#include <string>
+
+#include "test_util.h"
+
+namespace accgen::emulator::test {
+namespace {
+
+// Sanitizers catch SIGSEGV themselves unless told not to (handle_segv=0),
+// and then report it and exit instead of dying of the signal.
+bool sanitizerHandlesSegv() {
+  if (!kAddressSanitizer && !kThreadSanitizer) {
+    return false;
+  }
+  const char* options =
+      std::getenv(kAddressSanitizer ? "ASAN_OPTIONS" : "TSAN_OPTIONS");
+  return options == nullptr || std::strstr(options, "handle_segv=0") == nullptr;
+}
+
+bool diedOfSegv(int status) {
+  if (WIFSIGNALED(status)) {
+    return WTERMSIG(status) == SIGSEGV;
+  }
+  return sanitizerHandlesSegv() && WIFEXITED(status) && WEXITSTATUS(status) != 0;
+}
+
+// A sanitizer that handled the fault names it in its report.
+std::string segvMessage() { return sanitizerHandlesSegv() ? "SEGV" : ""; }
+
+class GuardDeathTest : public ::testing::Test {
+ protected:
+  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+};
+
+void* guardedAllocation(size_t size) {
+  setenv("ACCGEN_EMU_PROTECT", "1", 1);
+  void* ptr = nullptr;
+  if (accMalloc(&ptr, size) != accSuccess) {
+    std::_Exit(90);
+  }
+  return ptr;
+}
+
+TEST_F(GuardDeathTest, HostReadOfDeviceMemoryFaults) {
+  EXPECT_EXIT(
+      {
+        void* dev = guardedAllocation(64);
+        std::fprintf(stderr, "read %d\n", *static_cast<volatile int*>(dev));
+        std::_Exit(0);
+      },
+      diedOfSegv, segvMessage());
+}
+
+TEST_F(GuardDeathTest, HostWriteAfterAKernelFaults) {
+  EXPECT_EXIT(
+      {
+        void* dev = guardedAllocation(64);
+        launch(nullptr,
+               [dev] {
+                 *static_cast<int*>(dev) = 1;  // allowed: a declared buffer
+                 return accSuccess;
+               },
+               {dev});
+        if (accStreamSynchronize(nullptr) != accSuccess) {
+          std::_Exit(91);
+        }
+        *static_cast<volatile int*>(dev) = 2;  // access ended with the kernel
+        std::_Exit(0);
+      },
+      diedOfSegv, segvMessage());
+}
+
+TEST_F(GuardDeathTest, KernelTouchingAnUndeclaredAllocationFaults) {
+  EXPECT_EXIT(
+      {
+        void* declared = guardedAllocation(64);
+        void* other = guardedAllocation(64);
+        launch(nullptr,
+               [other] {
+                 *static_cast<volatile int*>(other) = 1;
+                 return accSuccess;
+               },
+               {declared});
+        accStreamSynchronize(nullptr);
+        std::_Exit(0);
+      },
+      diedOfSegv, segvMessage());
+}
+
+TEST_F(GuardDeathTest, KernelReachesTheWholeAllocationThroughAnInteriorPointer) {
+  EXPECT_EXIT(
+      {
+        const size_t size = 3 * 4096 + 10;
+        auto* dev = static_cast<char*>(guardedAllocation(size));
+        launch(nullptr,
+               [dev, size] {
+                 dev[0] = 1;
+                 dev[size - 1] = 2;
+                 return accSuccess;
+               },
+               {dev + 5000});
+        char ends[2] = {};
+        if (accStreamSynchronize(nullptr) != accSuccess ||
+            accMemcpy(&ends[0], dev, 1, accMemcpyDeviceToHost) != accSuccess ||
+            accMemcpy(&ends[1], dev + size - 1, 1, accMemcpyDeviceToHost) !=
+                accSuccess) {
+          std::_Exit(92);
+        }
+        std::_Exit(ends[0] == 1 && ends[1] == 2 ? 0 : 93);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(GuardDeathTest, OverlappingKernelsShareAccess) {
+  // Kernel A holds the buffer while kernel B, on another stream, uses and
+  // releases it: A must keep its access until it ends (reference counting).
+  EXPECT_EXIT(
+      {
+        void* dev = guardedAllocation(64);
+        accStream_t a = nullptr;
+        accStream_t b = nullptr;
+        accStreamCreate(&a);
+        accStreamCreate(&b);
+        auto b_done = std::make_shared<Gate>();
+        launch(a,
+               [dev, b_done] {
+                 if (!b_done->wait()) {
+                   return accErrorNotReady;
+                 }
+                 *static_cast<volatile int*>(dev) = 7;
+                 return accSuccess;
+               },
+               {dev});
+        launch(b,
+               [dev] {
+                 *static_cast<volatile int*>(dev) = 3;
+                 return accSuccess;
+               },
+               {dev});
+        if (accStreamSynchronize(b) != accSuccess) {
+          std::_Exit(94);
+        }
+        b_done->open();
+        if (accStreamSynchronize(a) != accSuccess) {
+          std::_Exit(95);
+        }
+        int value = 0;
+        accMemcpy(&value, dev, sizeof(value), accMemcpyDeviceToHost);
+        std::_Exit(value == 7 ? 0 : 96);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(GuardDeathTest, ProtectZeroLeavesDeviceMemoryReadable) {
+  EXPECT_EXIT(
+      {
+        setenv("ACCGEN_EMU_PROTECT", "0", 1);
+        void* dev = nullptr;
+        if (accMalloc(&dev, 64) != accSuccess) {
+          std::_Exit(97);
+        }
+        *static_cast<volatile int*>(dev) = 5;
+        int value = 0;
+        accMemcpy(&value, dev, sizeof(value), accMemcpyDeviceToHost);
+        std::_Exit(value == 5 && *static_cast<volatile int*>(dev) == 5 ? 0 : 98);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+} // namespace
+} // namespace accgen::emulator::test

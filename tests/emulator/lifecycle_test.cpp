@@ -1,0 +1,135 @@
+// Process life cycle: exiting with work still queued, driver calls made
+// after the exit handler stopped the workers (as torch makes them from late
+// static destructors), and fork after the driver started.
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "test_util.h"
+
+namespace accgen::emulator::test {
+namespace {
+
+class LifecycleDeathTest : public ::testing::Test {
+ protected:
+  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+};
+
+accError_t sleepKernel(accStream_t stream, int ms) {
+  return launch(stream, [ms] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    return accSuccess;
+  });
+}
+
+// Queues about four seconds of work on several streams, then exits.
+[[noreturn]] void exitWithOutstandingWork() {
+  accStream_t stream = nullptr;
+  if (accStreamCreate(&stream) != accSuccess) {
+    std::_Exit(2);
+  }
+  int devices = 0;
+  accGetDeviceCount(&devices);
+  for (int i = 0; i < 100; ++i) {
+    sleepKernel(stream, 20);
+    for (int d = 0; d < devices; ++d) {
+      accStream_t default_stream = nullptr;
+      accGetDefaultStream(d, &default_stream);
+      sleepKernel(default_stream, 20);
+    }
+  }
+  std::exit(0);
+}
+
+TEST_F(LifecycleDeathTest, ExitWithOutstandingWorkIsCleanAndPrompt) {
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EXIT(exitWithOutstandingWork(), ::testing::ExitedWithCode(0), "");
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  // Each worker finishes only the kernel it is running (20 ms); draining
+  // the queues would take two seconds or more.
+  EXPECT_LT(elapsed, std::chrono::milliseconds(1500));
+}
+
+void* g_late_buffer = nullptr;
+
+// Runs after the driver's own exit handler (it was registered earlier).
+void lateUse() {
+  if (accFree(g_late_buffer) != accSuccess) {
+    std::_Exit(3);
+  }
+  void* dev = nullptr;
+  if (accMalloc(&dev, 64) != accSuccess) {
+    std::_Exit(4);
+  }
+  static std::atomic<bool> ran{false};
+  if (launch(nullptr, [] {
+        ran.store(true);
+        return accSuccess;
+      }, {dev}) != accSuccess ||
+      accStreamSynchronize(nullptr) != accSuccess || !ran.load()) {
+    std::_Exit(5);
+  }
+  int value = 9;
+  int back = 0;
+  if (accMemcpy(dev, &value, sizeof(value), accMemcpyHostToDevice) != accSuccess ||
+      accMemcpy(&back, dev, sizeof(back), accMemcpyDeviceToHost) != accSuccess ||
+      back != 9 || accFree(dev) != accSuccess || accDeviceSynchronize() != accSuccess) {
+    std::_Exit(6);
+  }
+  accEvent_t event = nullptr;
+  if (accEventCreate(&event) != accSuccess ||
+      accEventRecord(event, nullptr) != accSuccess ||
+      accEventSynchronize(event) != accSuccess) {
+    std::_Exit(7);
+  }
+}
+
+[[noreturn]] void useAfterExitHandler() {
+  std::atexit(lateUse);  // before the driver starts, so it runs after its handler
+  if (accMalloc(&g_late_buffer, 4096) != accSuccess) {
+    std::_Exit(2);
+  }
+  sleepKernel(nullptr, 10);
+  launch(nullptr, [] { return accSuccess; }, {g_late_buffer});
+  std::exit(0);
+}
+
+TEST_F(LifecycleDeathTest, DriverCallsAfterTheExitHandlerStillWork) {
+  EXPECT_EXIT(useAfterExitHandler(), ::testing::ExitedWithCode(0), "");
+}
+
+TEST(Lifecycle, ForkedChildIsRefusedAndParentCarriesOn) {
+  if (kThreadSanitizer) {
+    GTEST_SKIP() << "ThreadSanitizer does not support fork in a multi-threaded "
+                    "process followed by more work in the child";
+  }
+  void* dev = nullptr;
+  ASSERT_EQ(accMalloc(&dev, 64), accSuccess);
+  ASSERT_EQ(launch(nullptr, [] { return accSuccess; }, {dev}), accSuccess);
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // The parent's workers do not exist here: no call may wait for them.
+    void* mine = nullptr;
+    int count = 0;
+    const bool refused =
+        accMalloc(&mine, 64) == accErrorNotInitialized &&
+        accStreamSynchronize(nullptr) == accErrorNotInitialized &&
+        accFree(dev) == accErrorNotInitialized &&
+        accGetDeviceCount(&count) == accErrorNotInitialized &&
+        accGetErrorString(accErrorNotInitialized) != nullptr;
+    std::exit(refused ? 0 : 1);  // exit(), so the driver's exit handler runs
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(accStreamSynchronize(nullptr), accSuccess);
+  EXPECT_EQ(accFree(dev), accSuccess);
+}
+
+} // namespace
+} // namespace accgen::emulator::test
