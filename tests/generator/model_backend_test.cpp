@@ -178,6 +178,8 @@ TEST_F(RealTorch, NamesAndSignatures) {
   EXPECT_EQ(mul->member("mul.out")->wrapper_name, "wrapper_mul_out");
 
   const Operator* mm = backend->findRegistration("mm");
+  EXPECT_EQ(mm->function().schema.fullName(), "mm");
+  EXPECT_EQ(&mm->signature(), &mm->primary().signature);
   const Registration& r = mm->primary();
   EXPECT_EQ(r.wrapper_name, "wrapper_mm");
   EXPECT_EQ(r.signature.decl(r.wrapper_name),
