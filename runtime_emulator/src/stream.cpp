@@ -12,7 +12,9 @@
 #include "stream.h"
 
 #include <pthread.h>
+#include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <system_error>
@@ -40,6 +42,15 @@ int64_t nowNs() {
       .count();
 }
 
+// Note [Spinning on a busy machine]: a waiting thread first spins with a
+// pause instruction, which answers in well under a microsecond when the
+// other side runs on another core. Past kPauseNs it keeps polling but yields
+// the core between polls: when the machine is oversubscribed (2 cores shared
+// with compilers, OpenMP kernels) the thread it waits for may be queued
+// behind it on the same core, and a pure spin would hold that thread off for
+// the whole budget. After `spin_ns` it blocks.
+constexpr int64_t kPauseNs = 3'000;
+
 // Spins until `ready()` or `spin_ns` elapsed; true if ready.
 template <typename Ready>
 bool spinUntil(Ready&& ready, int64_t spin_ns) {
@@ -49,13 +60,24 @@ bool spinUntil(Ready&& ready, int64_t spin_ns) {
   if (spin_ns <= 0) {
     return false;
   }
-  const int64_t deadline = nowNs() + spin_ns;
+  const int64_t start = nowNs();
+  const int64_t pause_until = start + std::min(spin_ns, kPauseNs);
+  const int64_t deadline = start + spin_ns;
   for (unsigned i = 1;; ++i) {
     cpuRelax();
     if (ready()) {
       return true;
     }
-    if ((i & 31u) == 0 && nowNs() >= deadline) {
+    if ((i & 15u) == 0 && nowNs() >= pause_until) {
+      break;
+    }
+  }
+  for (;;) {
+    sched_yield();
+    if (ready()) {
+      return true;
+    }
+    if (nowNs() >= deadline) {
       return false;
     }
   }

@@ -1,0 +1,261 @@
+// Measures the emulated device runtime against its targets in one run:
+//  - copy bandwidth of 64 MiB H2D, D2H, D2D next to a plain host memcpy of
+//    the same size (target: at least 80% of memcpy);
+//  - latency of launching an empty kernel and of launch + synchronize
+//    (targets: median <= 2 us and <= 10 us);
+//  - accMalloc + accFree of 1 MiB;
+//  - the access guard (Note [Device memory access]): a kernel touching one
+//    buffer, and a 4-byte device-to-host copy, with the guard on and off.
+//    The guard is fixed per process, so the "off" column comes from a child
+//    run of this program with ACCGEN_EMU_PROTECT=0.
+//
+// Usage: emulator_bench [--quick]   (--quick: fewer repetitions)
+#include <accgen/driver.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+struct Stats {
+  double p50 = 0;
+  double p90 = 0;
+  double p99 = 0;
+};
+
+Stats stats(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  auto at = [&samples](double q) {
+    return samples[static_cast<size_t>(q * static_cast<double>(samples.size() - 1))];
+  };
+  return {at(0.5), at(0.9), at(0.99)};
+}
+
+void check(accError_t error, const char* what) {
+  if (error != accSuccess) {
+    std::fprintf(stderr, "emulator_bench: %s failed: %s\n", what,
+                 accGetErrorName(error));
+    std::exit(1);
+  }
+}
+
+accError_t emptyKernel(void*) { return accSuccess; }
+
+accError_t touchKernel(void* data) {
+  static_cast<volatile unsigned char*>(data)[0] = 1;
+  return accSuccess;
+}
+
+struct Options {
+  int copy_reps = 10;
+  int latency_reps = 20000;
+  int alloc_reps = 2000;
+};
+
+// Median GB/s of `reps` runs of `copy` over `bytes`.
+template <typename Copy>
+double bandwidth(size_t bytes, int reps, Copy&& copy) {
+  copy();  // warm-up: first touch of pages
+  std::vector<double> rates;
+  for (int i = 0; i < reps; ++i) {
+    const auto start = Clock::now();
+    copy();
+    rates.push_back(static_cast<double>(bytes) / secondsSince(start) / 1e9);
+  }
+  return stats(rates).p50;
+}
+
+// Per-iteration latency in microseconds.
+template <typename Body>
+Stats latency(int reps, Body&& body) {
+  for (int i = 0; i < reps / 10; ++i) {
+    body();
+  }
+  std::vector<double> samples;
+  samples.reserve(static_cast<size_t>(reps));
+  for (int i = 0; i < reps; ++i) {
+    const auto start = Clock::now();
+    body();
+    samples.push_back(secondsSince(start) * 1e6);
+  }
+  return stats(samples);
+}
+
+// The measurements that depend on the access guard.
+struct GuardFigures {
+  Stats touch;  // launch + synchronize of a kernel touching one buffer
+  Stats small_copy;  // 4-byte D2H copy
+};
+
+GuardFigures measureGuard(const Options& options) {
+  void* dev = nullptr;
+  check(accMalloc(&dev, 1 << 20), "accMalloc");
+  const void* buffers[] = {dev};
+  GuardFigures figures;
+  figures.touch = latency(options.latency_reps, [&] {
+    check(accLaunchKernel(nullptr, touchKernel, dev, buffers, 1), "launch");
+    check(accStreamSynchronize(nullptr), "synchronize");
+  });
+  int value = 0;
+  figures.small_copy = latency(options.latency_reps, [&] {
+    check(accMemcpy(&value, dev, sizeof(value), accMemcpyDeviceToHost), "copy");
+  });
+  check(accFree(dev), "accFree");
+  return figures;
+}
+
+void printRow(const char* name, double value, const char* unit,
+              const char* target, bool met) {
+  std::printf("%-44s %10.2f %-6s %-16s %s\n", name, value, unit, target,
+              met ? "ok" : "MISSED");
+}
+
+void printRow(const char* name, double value, const char* unit) {
+  std::printf("%-44s %10.2f %-6s\n", name, value, unit);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  bool guard_only = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      options = {3, 2000, 200};
+    } else if (std::strcmp(argv[i], "--guard-only") == 0) {
+      guard_only = true;
+    } else {
+      std::fprintf(stderr, "usage: %s [--quick]\n", argv[0]);
+      return 2;
+    }
+  }
+
+  if (guard_only) {
+    // Child mode: print the guard-dependent figures for the parent.
+    const GuardFigures figures = measureGuard(options);
+    std::printf("%f %f\n", figures.touch.p50, figures.small_copy.p50);
+    return 0;
+  }
+
+  const char* protect = std::getenv("ACCGEN_EMU_PROTECT");
+  std::printf("accgen emulator benchmark (guard %s in this process)\n\n",
+              protect != nullptr && std::strcmp(protect, "0") == 0 ? "off" : "on");
+
+  // ------------------------------------------------------------ bandwidth
+  const size_t bytes = size_t{64} << 20;
+  std::vector<unsigned char> host_a(bytes, 1);
+  std::vector<unsigned char> host_b(bytes, 2);
+  void* dev_a = nullptr;
+  void* dev_b = nullptr;
+  check(accMalloc(&dev_a, bytes), "accMalloc");
+  check(accMalloc(&dev_b, bytes), "accMalloc");
+
+  const double memcpy_rate = bandwidth(bytes, options.copy_reps, [&] {
+    std::memcpy(host_b.data(), host_a.data(), bytes);
+    asm volatile("" : : "r"(host_b.data()) : "memory");
+  });
+  const double h2d = bandwidth(bytes, options.copy_reps, [&] {
+    check(accMemcpy(dev_a, host_a.data(), bytes, accMemcpyHostToDevice), "H2D");
+  });
+  const double d2h = bandwidth(bytes, options.copy_reps, [&] {
+    check(accMemcpy(host_b.data(), dev_a, bytes, accMemcpyDeviceToHost), "D2H");
+  });
+  const double d2d = bandwidth(bytes, options.copy_reps, [&] {
+    check(accMemcpy(dev_b, dev_a, bytes, accMemcpyDeviceToDevice), "D2D");
+  });
+  void* pinned = nullptr;
+  check(accMallocHost(&pinned, bytes), "accMallocHost");
+  std::memset(pinned, 3, bytes);
+  const double h2d_async = bandwidth(bytes, options.copy_reps, [&] {
+    check(accMemcpyAsync(dev_a, pinned, bytes, accMemcpyHostToDevice, nullptr),
+          "H2D async");
+    check(accStreamSynchronize(nullptr), "synchronize");
+  });
+  check(accFreeHost(pinned), "accFreeHost");
+  check(accFree(dev_a), "accFree");
+  check(accFree(dev_b), "accFree");
+
+  std::printf("%-44s %10s %-6s %-16s %s\n", "measurement", "value", "unit",
+              "target", "");
+  printRow("memcpy 64 MiB (host, reference)", memcpy_rate, "GB/s");
+  const auto copyRow = [&](const char* name, double rate) {
+    char label[96];
+    std::snprintf(label, sizeof(label), "%s (%.0f%% of memcpy)", name,
+                  100.0 * rate / memcpy_rate);
+    printRow(label, rate, "GB/s", ">= 80% memcpy", rate >= 0.8 * memcpy_rate);
+  };
+  copyRow("accMemcpy H2D 64 MiB", h2d);
+  copyRow("accMemcpy D2H 64 MiB", d2h);
+  copyRow("accMemcpy D2D 64 MiB", d2d);
+  copyRow("accMemcpyAsync H2D 64 MiB pinned + sync", h2d_async);
+
+  // -------------------------------------------------------------- latency
+  const Stats launch = latency(options.latency_reps, [] {
+    check(accLaunchKernel(nullptr, emptyKernel, nullptr, nullptr, 0), "launch");
+  });
+  check(accStreamSynchronize(nullptr), "synchronize");
+  const Stats launch_sync = latency(options.latency_reps, [] {
+    check(accLaunchKernel(nullptr, emptyKernel, nullptr, nullptr, 0), "launch");
+    check(accStreamSynchronize(nullptr), "synchronize");
+  });
+  accStream_t stream = nullptr;
+  check(accStreamCreate(&stream), "accStreamCreate");
+  const Stats launch_sync_stream = latency(options.latency_reps, [stream] {
+    check(accLaunchKernel(stream, emptyKernel, nullptr, nullptr, 0), "launch");
+    check(accStreamSynchronize(stream), "synchronize");
+  });
+  check(accStreamDestroy(stream), "accStreamDestroy");
+  printRow("launch empty kernel, median", launch.p50, "us", "<= 2 us",
+           launch.p50 <= 2.0);
+  printRow("launch empty kernel, p99", launch.p99, "us");
+  printRow("launch + synchronize, median", launch_sync.p50, "us", "<= 10 us",
+           launch_sync.p50 <= 10.0);
+  printRow("launch + synchronize, p99", launch_sync.p99, "us");
+  printRow("launch + synchronize (created stream), median",
+           launch_sync_stream.p50, "us", "<= 10 us",
+           launch_sync_stream.p50 <= 10.0);
+
+  // ----------------------------------------------------------- allocation
+  const Stats alloc = latency(options.alloc_reps, [] {
+    void* ptr = nullptr;
+    check(accMalloc(&ptr, size_t{1} << 20), "accMalloc");
+    check(accFree(ptr), "accFree");
+  });
+  printRow("accMalloc + accFree 1 MiB, median", alloc.p50, "us");
+
+  // ---------------------------------------------------------------- guard
+  const GuardFigures here = measureGuard(options);
+  std::string command = "ACCGEN_EMU_PROTECT=0 '";
+  command += argv[0];
+  command += "' --guard-only";
+  if (options.latency_reps != Options().latency_reps) {
+    command += " --quick";
+  }
+  double off_touch = -1;
+  double off_copy = -1;
+  if (FILE* child = popen(command.c_str(), "r")) {
+    if (std::fscanf(child, "%lf %lf", &off_touch, &off_copy) != 2) {
+      off_touch = off_copy = -1;
+    }
+    pclose(child);
+  }
+  std::printf("\n%-44s %10s %10s %10s\n", "access guard (median)",
+              "this run", "guard off", "cost");
+  std::printf("%-44s %8.2f us %8.2f us %8.2f us\n",
+              "launch + sync, kernel touching one buffer", here.touch.p50,
+              off_touch, here.touch.p50 - off_touch);
+  std::printf("%-44s %8.2f us %8.2f us %8.2f us\n", "accMemcpy D2H of 4 bytes",
+              here.small_copy.p50, off_copy, here.small_copy.p50 - off_copy);
+  return 0;
+}
