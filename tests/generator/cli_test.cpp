@@ -1,0 +1,283 @@
+// CLI tests: the real accgen binary run in temporary directories. They
+// check exit codes, the summary line, --check diffs, the refusal to
+// overwrite hand edits, and that errors leave the output tree untouched.
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// Runs accgen with `args` in `cwd`, capturing stdout and stderr.
+Result accgen(const std::string& args, const fs::path& cwd) {
+  const fs::path out = cwd / ".cli_stdout", err = cwd / ".cli_stderr";
+  std::string cmd = "cd '" + cwd.string() + "' && '" ACCGEN_BINARY "' " +
+                    args + " >'" + out.string() + "' 2>'" + err.string() +
+                    "'";
+  int status = std::system(cmd.c_str());
+  Result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  fs::remove(out);
+  fs::remove(err);
+  return r;
+}
+
+/// Every file under `dir` (manifest and generated files) with its bytes and
+/// modification time, to prove a failed run touched nothing.
+std::map<std::string, std::pair<std::string, fs::file_time_type>> snapshot(
+    const fs::path& dir) {
+  std::map<std::string, std::pair<std::string, fs::file_time_type>> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    files[fs::relative(e.path(), dir).string()] = {slurp(e.path()),
+                                                   e.last_write_time()};
+  }
+  return files;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("accgen_cli_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  /// `accgen init demo` in dir_, asserting success; returns the project.
+  fs::path initProject() {
+    Result r = accgen("init demo", dir_);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return dir_ / "demo";
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CliTest, VersionHelpAndUsageErrors) {
+  Result version = accgen("--version", dir_);
+  EXPECT_EQ(version.code, 0);
+  EXPECT_NE(version.out.find("accgen "), std::string::npos);
+  for (const char* cmd : {"--help", "init --help", "generate --help",
+                          "validate --help", "inspect --help"}) {
+    EXPECT_EQ(accgen(cmd, dir_).code, 0) << cmd;
+  }
+  EXPECT_EQ(accgen("", dir_).code, 2);
+  EXPECT_EQ(accgen("frobnicate", dir_).code, 2);
+  EXPECT_EQ(accgen("generate --no-such-flag", dir_).code, 2);
+  EXPECT_EQ(accgen("init", dir_).code, 2);
+}
+
+TEST_F(CliTest, InitRefusesInvalidNamesAndNonEmptyDirectories) {
+  for (const char* bad : {"cuda", "class", "My-Device", "2fast", "nn"}) {
+    Result r = accgen(std::string("init '") + bad + "'", dir_);
+    EXPECT_EQ(r.code, 3) << bad;
+    EXPECT_NE(r.err.find("invalid device name"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / bad)) << bad;
+  }
+  fs::create_directories(dir_ / "taken");
+  std::ofstream(dir_ / "taken" / "mine.txt") << "keep me\n";
+  Result r = accgen("init demo --dir taken", dir_);
+  EXPECT_EQ(r.code, 4);
+  EXPECT_NE(r.err.find("not empty"), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(dir_ / "taken" / "mine.txt"), "keep me\n");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "taken"),
+                          fs::directory_iterator{}),
+            1);
+}
+
+TEST_F(CliTest, InitCreatesAProjectThatRegeneratesToNothing) {
+  fs::path project = initProject();
+  for (const char* f : {"specs/backend.yaml", "specs/operators.yaml",
+                        "specs/autocast.yaml", "accgen-manifest.json",
+                        "tests/test_demo.py", ".github/workflows/demo.yml"}) {
+    EXPECT_TRUE(fs::exists(project / f)) << f;
+  }
+  // No staging directory is left beside it.
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(e.path().filename(), "demo");
+  }
+  Result again = accgen("generate", project);
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(again.out.rfind("0 written, ", 0), 0u) << again.out;
+  EXPECT_EQ(accgen("generate --check", project).code, 0);
+  EXPECT_EQ(accgen("validate", project).code, 0);
+}
+
+TEST_F(CliTest, InitIntoAnEmptyExistingDirectory) {
+  fs::create_directories(dir_ / "empty");
+  Result r = accgen("init demo --dir empty", dir_);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir_ / "empty" / "specs" / "backend.yaml"));
+}
+
+TEST_F(CliTest, FailedInitLeavesNothingBehind) {
+  std::ofstream(dir_ / "broken.yaml") << "- func: add(Tensor self -> Tensor\n";
+  Result r = accgen("init demo --schemas broken.yaml", dir_);
+  EXPECT_EQ(r.code, 3) << r.err;
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(e.path().filename(), "broken.yaml") << e.path();
+  }
+}
+
+TEST_F(CliTest, CheckFindsHandEditsAndGenerateRefusesThem) {
+  fs::path project = initProject();
+  auto manifest = nlohmann::json::parse(slurp(project / "accgen-manifest.json"));
+  ASSERT_FALSE(manifest["files"].empty());
+  const std::string rel = manifest["files"].begin().key();
+  const fs::path victim = project / rel;
+  const std::string original = slurp(victim);
+  std::ofstream(victim, std::ios::app) << "// my tweak\n";
+
+  Result check = accgen("generate --check", project);
+  EXPECT_EQ(check.code, 1);
+  EXPECT_NE(check.out.find("--- a/" + rel), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("-// my tweak"), std::string::npos) << check.out;
+  EXPECT_NE(check.err.find("regenerate with: accgen generate"),
+            std::string::npos)
+      << check.err;
+
+  Result refused = accgen("generate", project);
+  EXPECT_EQ(refused.code, 4);
+  EXPECT_NE(refused.err.find(rel + ": error: generated file was edited by hand"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(slurp(victim), original + "// my tweak\n");
+
+  Result forced = accgen("generate --force", project);
+  EXPECT_EQ(forced.code, 0) << forced.err;
+  EXPECT_EQ(slurp(victim), original);
+  EXPECT_EQ(accgen("generate --check", project).code, 0);
+}
+
+TEST_F(CliTest, StaleGeneratedFilesAreRemoved) {
+  fs::path project = initProject();
+  // Renaming the package moves the Python package directory: the old
+  // files are no longer produced and must go.
+  auto backend = slurp(project / "specs" / "backend.yaml");
+  auto pos = backend.find("package: torch_demo");
+  ASSERT_NE(pos, std::string::npos);
+  backend.replace(pos, 19, "package: torch_demo2");
+  std::ofstream(project / "specs" / "backend.yaml") << backend;
+  Result r = accgen("generate", project);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find(" 0 removed"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(project / "torch_demo"));
+  EXPECT_TRUE(fs::exists(project / "torch_demo2"));
+}
+
+TEST_F(CliTest, InvalidSpecLeavesTheTreeUntouched) {
+  fs::path project = initProject();
+  auto before = snapshot(project);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::ofstream(project / "specs" / "operators.yaml", std::ios::app)
+      << "  - {op: ad.Tensor, kind: emulate}\n";
+  auto specs_after = slurp(project / "specs" / "operators.yaml");
+  Result r = accgen("generate", project);
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("specs/operators.yaml:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("did you mean 'add.Tensor'"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("nothing was written"), std::string::npos) << r.err;
+  auto after = snapshot(project);
+  before["specs/operators.yaml"].first = specs_after;
+  after["specs/operators.yaml"].second = before["specs/operators.yaml"].second;
+  EXPECT_EQ(before, after);
+}
+
+TEST_F(CliTest, MissingSpecDirectoryIsAClearError) {
+  Result r = accgen("generate --specs nowhere --out out", dir_);
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("nowhere: error: no such spec directory"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+}
+
+TEST_F(CliTest, InspectShowsSchemaSignatureAndRegistration) {
+  fs::path project = initProject();
+  Result r = accgen("inspect add.Tensor", project);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("add.Tensor(Tensor self, Tensor other, *, Scalar "
+                       "alpha=1) -> Tensor"),
+            std::string::npos);
+  EXPECT_NE(r.out.find("const at::Tensor& self, const at::Tensor& other, "
+                       "const at::Scalar& alpha"),
+            std::string::npos);
+  EXPECT_NE(r.out.find("emulate"), std::string::npos) << r.out;
+  Result unlisted = accgen("inspect --json lerp.Scalar", project);
+  ASSERT_EQ(unlisted.code, 0) << unlisted.err;
+  EXPECT_NE(unlisted.out.find("\"global fallback (cpu)\""), std::string::npos)
+      << unlisted.out;
+  Result bad = accgen("inspect ad.Tensor", project);
+  EXPECT_EQ(bad.code, 3);
+  EXPECT_NE(bad.err.find("did you mean 'add.Tensor'"), std::string::npos);
+}
+
+/// The spec error cases of tests/errors, through the binary: the same
+/// diagnostics as the in-process test, then the summary line, exit code 3.
+TEST_F(CliTest, ErrorCasesThroughTheBinary) {
+  const fs::path cases = fs::path(ACCGEN_SOURCE_DIR) / "tests" / "errors";
+  int ran = 0;
+  for (const auto& entry : fs::directory_iterator(cases)) {
+    if (!entry.is_directory() || entry.path().filename() == "base") continue;
+    const fs::path work = dir_ / entry.path().filename();
+    fs::create_directories(work / "specs");
+    for (const auto& f : fs::directory_iterator(cases / "base")) {
+      fs::copy_file(f.path(), work / "specs" / f.path().filename());
+    }
+    for (const auto& f : fs::directory_iterator(entry.path())) {
+      if (f.path().extension() == ".yaml") {
+        fs::copy_file(f.path(), work / "specs" / f.path().filename(),
+                      fs::copy_options::overwrite_existing);
+      }
+    }
+    if (fs::exists(entry.path() / "absent")) {
+      std::istringstream absent(slurp(entry.path() / "absent"));
+      for (std::string name; std::getline(absent, name);) {
+        if (!name.empty()) fs::remove(work / "specs" / name);
+      }
+    }
+    const int expected_code = std::stoi(slurp(entry.path() / "exit_code"));
+    const std::string expected = slurp(entry.path() / "expected.txt");
+    Result r = accgen("validate --specs specs", work);
+    EXPECT_EQ(r.code, expected_code) << entry.path().filename();
+    EXPECT_EQ(r.err.substr(0, expected.size()), expected)
+        << entry.path().filename();
+    if (expected_code == 3) {
+      EXPECT_NE(r.err.find("in specs; nothing was written"), std::string::npos)
+          << entry.path().filename();
+    }
+    ++ran;
+  }
+  EXPECT_GT(ran, 20);
+}
+
+}  // namespace
