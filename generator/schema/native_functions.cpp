@@ -404,6 +404,13 @@ class MiniYaml {
     // Plain scalars fold more-indented continuation lines with one space.
     std::string s(value);
     while (i_ < lines_.size() && lines_[i_].indent() > indent) {
+      // YAML forbids ": " in a plain scalar; here it means a key indented
+      // too far, which is worth saying plainly.
+      if (keyColon(lines_[i_].content) != std::string_view::npos) {
+        throw YamlError(lines_[i_].number, lines_[i_].indent() + 1,
+                        "unexpected indentation: 'key: value' inside a "
+                        "multi-line value");
+      }
       s += ' ';
       s += lines_[i_].content;
       ++i_;

@@ -241,6 +241,7 @@ class Parser {
                arg.type.str() + "'");
         }
         skipSpaces();
+        std::size_t name_start = pos_;
         arg.name = identifier("an argument name after type '" +
                               arg.type.str() + "'");
         skipSpaces();
@@ -257,7 +258,9 @@ class Parser {
                                 "arguments come last");
         }
         for (const auto& other : args) {
-          if (other.name == arg.name) fail("duplicate argument '" + arg.name + "'");
+          if (other.name == arg.name) {
+            failAt(name_start, "duplicate argument '" + arg.name + "'");
+          }
         }
         args.push_back(std::move(arg));
       }
@@ -329,13 +332,20 @@ std::string joinAliasSet(const std::vector<std::string>& set) {
 std::string Annotation::str() const {
   std::string s = joinAliasSet(alias_set);
   if (is_write) s += '!';
-  if (!alias_set_after.empty()) s += " -> " + joinAliasSet(alias_set_after);
+  if (!alias_set_after.empty()) {
+    s += " -> ";
+    s += joinAliasSet(alias_set_after);
+  }
   return s;
 }
 
 std::string Type::str() const {
   std::string s = base;
-  if (annotation) s += "(" + annotation->str() + ")";
+  if (annotation) {
+    s += '(';
+    s += annotation->str();
+    s += ')';
+  }
   if (is_list) {
     if (elem_optional) s += '?';
     s += '[';
@@ -354,7 +364,10 @@ Type Type::withoutAnnotation() const {
 
 std::string Argument::str() const {
   std::string s = type.str() + " " + name;
-  if (default_value) s += "=" + *default_value;
+  if (default_value) {
+    s += '=';
+    s += *default_value;
+  }
   return s;
 }
 
