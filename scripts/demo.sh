@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The main job, from a fresh machine: installs what is missing, builds and
+# installs accgen (with the emulator), scaffolds a backend with `accgen init`,
+# builds and installs it, and runs a short demo on the device.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+PY=${PYTHON:-python3}
+NAME=${1:-mybackend}
+WORK=${ACCGEN_DEMO_DIR:-$ROOT/build/demo}
+
+bash scripts/bootstrap.sh
+
+echo "== build and install accgen into build/install"
+cmake --preset default >/dev/null
+cmake --build --preset default -j2 --target accgen accgen_emulator
+cmake --install build --prefix build/install >/dev/null
+ACCGEN=$ROOT/build/install/bin/accgen
+
+echo "== accgen init $NAME"
+rm -rf "$WORK/$NAME"
+mkdir -p "$WORK"
+(cd "$WORK" && "$ACCGEN" init "$NAME")
+
+echo "== accgen generate (a no-op right after init)"
+(cd "$WORK/$NAME" && "$ACCGEN" generate)
+
+echo "== build and install torch_$NAME"
+CMAKE_PREFIX_PATH=$ROOT/build/install "$PY" -m pip install -q \
+  --no-build-isolation "$WORK/$NAME"
+
+echo "== demo"
+cd "$WORK"
+"$PY" - "$NAME" <<'PYEOF'
+import sys
+import torch  # the backend loads itself through the torch.backends entry point
+
+dev = sys.argv[1]
+mod = getattr(torch, dev)
+print(f"torch {torch.__version__}: device '{dev}', {mod.device_count()} devices")
+x = torch.ones(3, device=dev) + 1
+print("torch.ones(3) + 1 =", x)
+a = torch.arange(6, dtype=torch.float32, device=dev).reshape(2, 3)
+print("a @ a.T =", a @ a.T)
+print("softmax:", torch.softmax(a, dim=1))
+print("on the CPU again:", (a * 2).sum(dim=1).cpu())
+PYEOF
