@@ -28,7 +28,6 @@ std::vector<InitFile> initFiles(const std::string& device) {
       {"init/specs/operators.yaml.mustache", "specs/operators.yaml"},
       {"init/specs/autocast.yaml.mustache", "specs/autocast.yaml"},
       {"init/README.md.mustache", "README.md"},
-      {"init/gitignore.mustache", ".gitignore"},
       {"init/tests/test_backend.py.mustache", "tests/test_" + device + ".py"},
       {"init/ci/github-workflow.yml.mustache",
        ".github/workflows/" + device + ".yml"},

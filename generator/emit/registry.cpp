@@ -12,6 +12,10 @@ namespace accgen::emit {
 
 const std::vector<Emitter>& registry() {
   static const std::vector<Emitter> kEmitters = {
+      {"runtime", "device runtime glue and the builtin operators",
+       &emitRuntime},
+      {"python", "the Python package and its _C bindings", &emitPythonPackage},
+      {"build", "CMakeLists.txt, pyproject.toml, .gitignore", &emitBuildFiles},
   };
   return kEmitters;
 }
