@@ -1,0 +1,204 @@
+// Resolving schema-diff's OLD and NEW arguments to schema registries.
+//
+// A zip library is not among accgen's dependencies, and one member of one
+// archive per run does not justify adding one: Python is already required
+// (findTorch asks it where torch lives), and its standard zipfile module
+// reads the member in a few hundred milliseconds even from a 2 GB CUDA
+// wheel, because a zip's central directory lets it seek straight to the
+// member. `unzip -p` is the fallback for machines whose Python is broken.
+#include "generator/upgrade/schema_source.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <regex>
+#include <sstream>
+
+namespace accgen::upgrade {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string shellQuote(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+/// Runs `cmd` through the shell; returns its stdout, or nullopt when it
+/// exits non-zero.
+std::optional<std::string> capture(const std::string& cmd) {
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (!pipe) return std::nullopt;
+  std::string out;
+  std::array<char, 65536> buf;
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) {
+    out.append(buf.data(), n);
+  }
+  if (::pclose(pipe) != 0) return std::nullopt;
+  return out;
+}
+
+std::string readText(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// `__version__ = '2.13.0+cpu'` in torch/version.py.
+std::string versionFromVersionPy(const fs::path& version_py) {
+  static const std::regex kRe(R"(__version__\s*=\s*['"]([^'"]+)['"])");
+  std::smatch m;
+  std::string text = readText(version_py);
+  if (std::regex_search(text, m, kRe)) return m[1].str();
+  return "";
+}
+
+/// For .../site-packages/torchgen/packaged/ATen/native/native_functions.yaml,
+/// the version of the torch installed beside it; "" otherwise.
+std::string versionBesideYaml(const fs::path& yaml) {
+  std::error_code ec;
+  fs::path abs = fs::weakly_canonical(yaml, ec);
+  if (ec) return "";
+  fs::path site =
+      abs.parent_path().parent_path().parent_path().parent_path().parent_path();
+  if (abs.parent_path().parent_path().parent_path().parent_path().filename() !=
+      "torchgen") {
+    return "";
+  }
+  fs::path version_py = site / "torch" / "version.py";
+  return fs::exists(version_py) ? versionFromVersionPy(version_py) : "";
+}
+
+/// "2.13.0" matches "2.13.0" and "2.13.0+cpu"; "2.13.0+cpu" only itself.
+bool versionMatches(const std::string& wanted, const std::string& have) {
+  return have == wanted || (wanted.find('+') == std::string::npos &&
+                            have.rfind(wanted + "+", 0) == 0);
+}
+
+}  // namespace
+
+bool looksLikeVersion(const std::string& text) {
+  static const std::regex kRe(
+      R"(\d+\.\d+(\.\d+)?([.a-z0-9]*)(\+[A-Za-z0-9.]+)?)");
+  return std::regex_match(text, kRe);
+}
+
+std::string findWheel(const std::string& wheels_dir,
+                      const std::string& version) {
+  std::error_code ec;
+  std::vector<std::string> hits;
+  for (fs::directory_iterator it(wheels_dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!name.starts_with("torch-") || !name.ends_with(".whl")) continue;
+    // torch-<version>-<python tag>-<abi tag>-<platform tag>.whl
+    std::string rest = name.substr(6);
+    std::string file_version = rest.substr(0, rest.find('-'));
+    if (versionMatches(version, file_version)) hits.push_back(it->path());
+  }
+  if (hits.empty()) return "";
+  std::sort(hits.begin(), hits.end());
+  return hits.front();
+}
+
+std::string readZipMember(const std::string& archive,
+                          const std::string& member) {
+  const char* env = std::getenv("ACCGEN_PYTHON");
+  std::string python = env && *env ? env : "python3";
+  const std::string script =
+      "import sys, zipfile\n"
+      "sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))"
+      "\n";
+  auto text =
+      capture(shellQuote(python) + " -c " + shellQuote(script) + " " +
+              shellQuote(archive) + " " + shellQuote(member) + " 2>/dev/null");
+  if (text) return *text;
+  text = capture("unzip -p " + shellQuote(archive) + " " + shellQuote(member) +
+                 " 2>/dev/null");
+  if (text && !text->empty()) return *text;
+  throw AccgenError(ExitCode::kInvalidInput,
+                    archive + ": error: cannot read '" + member +
+                        "' from the archive (tried '" + python +
+                        "' -m zipfile and unzip -p); is it a torch wheel?");
+}
+
+SchemaSource loadSchemaSource(const std::string& arg,
+                              const std::string& wheels_dir) {
+  std::error_code ec;
+  if (fs::is_regular_file(arg, ec) || !looksLikeVersion(arg)) {
+    if (!fs::is_regular_file(arg, ec)) {
+      throw AccgenError(
+          ExitCode::kInvalidInput,
+          arg +
+              ": error: no such file; give a native_functions.yaml path or "
+              "a torch version such as 2.14.1");
+    }
+    SchemaSource src{arg, versionBesideYaml(arg),
+                     schema::SchemaRegistry::load(arg)};
+    src.registry.setTorchVersion(src.torch_version);
+    return src;
+  }
+
+  // A version string: the installed torch first (no archive to read).
+  std::string installed_version;
+  try {
+    schema::TorchInstall torch = schema::findTorch();
+    installed_version = torch.version;
+    if (versionMatches(arg, torch.version)) {
+      SchemaSource src{
+          "installed torch", torch.version,
+          schema::SchemaRegistry::load(torch.native_functions_yaml)};
+      src.registry.setTorchVersion(torch.version);
+      return src;
+    }
+  } catch (const AccgenError&) {
+    // No usable installed torch: the wheel directory may still have it.
+  }
+
+  std::string dir = wheels_dir;
+  if (dir.empty()) {
+    const char* env = std::getenv("ACCGEN_WHEEL_DIR");
+    if (env) dir = env;
+  }
+  std::string wheel = dir.empty() ? "" : findWheel(dir, arg);
+  if (wheel.empty()) {
+    std::string msg = "error: no schemas for torch " + arg + ": ";
+    msg += installed_version.empty()
+               ? "torch is not installed"
+               : "the installed torch is " + installed_version;
+    msg += dir.empty() ? ", and no wheel directory was given"
+                       : ", and " + dir + " has no torch-" + arg + "-*.whl";
+    msg +=
+        "\nnote: download the wheel without installing it: pip download "
+        "torch==" +
+        arg +
+        " --no-deps -d DIR, then pass --wheels DIR (or "
+        "set ACCGEN_WHEEL_DIR=DIR)";
+    throw AccgenError(ExitCode::kInvalidInput, msg);
+  }
+  const std::string label = fs::path(wheel).filename().string();
+  std::string text = readZipMember(wheel, kWheelSchemaMember);
+  // The wheel's file name carries the exact version (with its local part).
+  std::string rest = label.substr(6);
+  std::string version = rest.substr(0, rest.find('-'));
+  SchemaSource src{label, version,
+                   schema::SchemaRegistry::loadFromString(
+                       text, label + "!/" + kWheelSchemaMember)};
+  src.registry.setTorchVersion(version);
+  return src;
+}
+
+}  // namespace accgen::upgrade
