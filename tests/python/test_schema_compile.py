@@ -66,9 +66,13 @@ def _ops_file():
 
 
 def _load(lib, ops_file):
+    # Backends installed in this environment (a generated one, say) would
+    # register their own PrivateUse1 kernels at `import torch`; the probe
+    # must see only the proof library's.
+    env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
     return subprocess.run(
         [sys.executable, "-c", PROBE, str(lib), str(ops_file)],
-        capture_output=True, text=True, timeout=300)
+        capture_output=True, text=True, timeout=300, env=env)
 
 
 @pytest.fixture(scope="module")
