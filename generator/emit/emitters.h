@@ -8,4 +8,15 @@
 
 namespace accgen::emit {
 
+/// csrc/runtime/* (driver checks, device guard and streams, allocators,
+/// generators, hooks) and csrc/ops/Builtin*.cpp; HostAllocator.cpp only with
+/// features.pinned_memory.
+std::vector<OutputFile> emitRuntime(const model::Backend& backend);
+
+/// <package>/__init__.py and csrc/python/Module.cpp.
+std::vector<OutputFile> emitPythonPackage(const model::Backend& backend);
+
+/// CMakeLists.txt, pyproject.toml and .gitignore.
+std::vector<OutputFile> emitBuildFiles(const model::Backend& backend);
+
 }  // namespace accgen::emit

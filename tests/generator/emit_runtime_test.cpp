@@ -1,0 +1,222 @@
+// The runtime, Python package and build files emitters: which files they
+// produce for which backend spec, and that each of their templates renders
+// with the global context alone into text that carries the spec's names
+// and none of another backend's (the renderer is strict, so a variable the
+// context lacks fails here rather than in `accgen generate`).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "generator/emit/emitter.h"
+#include "generator/emit/emitters.h"
+#include "generator/model/backend.h"
+#include "generator/render/renderer.h"
+#include "generator/schema/schema.h"
+#include "generator/spec/spec.h"
+
+namespace accgen::emit {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* const kOperators =
+    "operators:\n"
+    "  - {op: empty.memory_format, kind: builtin}\n"
+    "  - {op: empty_strided, kind: builtin}\n"
+    "  - {op: as_strided, kind: builtin}\n"
+    "  - {op: resize_, kind: builtin}\n"
+    "  - {op: _reshape_alias, kind: builtin}\n"
+    "  - {op: _copy_from, kind: builtin}\n"
+    "  - {op: _copy_from_and_resize, kind: builtin}\n"
+    "  - {op: _local_scalar_dense, kind: builtin}\n"
+    "  - {op: set_.source_Storage, kind: builtin}\n"
+    "  - {op: set_.source_Storage_storage_offset, kind: builtin}\n"
+    "  - {op: set_.source_Tensor, kind: builtin}\n"
+    "  - {op: set_, kind: builtin}\n"
+    "  - {op: view, kind: builtin}\n";
+
+class BackendFiles : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    torch_ = new schema::TorchInstall(schema::findTorch());
+    registry_ = new schema::SchemaRegistry(
+        schema::SchemaRegistry::load(torch_->native_functions_yaml));
+  }
+  static void TearDownTestSuite() {
+    delete registry_;
+    delete torch_;
+  }
+
+  static model::Backend backend(const std::string& backend_yaml) {
+    DiagnosticEngine diags;
+    spec::Specs specs;
+    specs.dir = "specs";
+    auto b = spec::parseBackendSpec(backend_yaml, "specs/backend.yaml", diags);
+    auto o = spec::parseOperatorsSpec(kOperators, "specs/operators.yaml", diags);
+    std::ostringstream printed;
+    diags.print(printed);
+    EXPECT_TRUE(b && o) << printed.str();
+    specs.backend = *b;
+    specs.operators = *o;
+    model::BuildOptions options;
+    options.dispatch_stubs = std::set<std::string>();
+    auto built = model::buildBackend(specs, *registry_, diags, options);
+    diags.print(printed);
+    EXPECT_TRUE(built.has_value()) << printed.str();
+    return std::move(*built);
+  }
+
+  static std::vector<OutputFile> emitted(const model::Backend& b) {
+    std::vector<OutputFile> files;
+    for (auto fn : {&emitRuntime, &emitPythonPackage, &emitBuildFiles}) {
+      for (auto& file : fn(b)) files.push_back(std::move(file));
+    }
+    return files;
+  }
+
+  // Path -> rendered text, as the pipeline renders: global context,
+  // "source", then the file's own data.
+  static std::map<std::string, std::string> rendered(const model::Backend& b) {
+    render::TemplateSet templates(
+        (fs::path(ACCGEN_SOURCE_DIR) / "templates").string());
+    const nlohmann::json global = globalContext(b, RunInfo{"2.13.0"});
+    std::map<std::string, std::string> out;
+    for (const auto& file : emitted(b)) {
+      nlohmann::json data = global;
+      data["source"] = file.source;
+      for (const auto& [key, value] : file.data.items()) data[key] = value;
+      out[file.path] = templates.render(file.template_name, data);
+    }
+    return out;
+  }
+
+  static std::vector<std::string> paths(const model::Backend& b) {
+    std::vector<std::string> result;
+    for (const auto& file : emitted(b)) result.push_back(file.path);
+    std::sort(result.begin(), result.end());
+    return result;
+  }
+
+  static schema::TorchInstall* torch_;
+  static schema::SchemaRegistry* registry_;
+};
+
+schema::TorchInstall* BackendFiles::torch_ = nullptr;
+schema::SchemaRegistry* BackendFiles::registry_ = nullptr;
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+TEST_F(BackendFiles, DefaultSpecGivesTheWholeRuntime) {
+  const auto b = backend("device: accel\n");
+  const std::vector<std::string> expected = {
+      ".gitignore",
+      "CMakeLists.txt",
+      "csrc/ops/Builtin.cpp",
+      "csrc/ops/BuiltinMathBits.cpp",
+      "csrc/python/Module.cpp",
+      "csrc/runtime/Allocator.cpp",
+      "csrc/runtime/CpuGenerator.h",
+      "csrc/runtime/DeviceGuard.cpp",
+      "csrc/runtime/Driver.cpp",
+      "csrc/runtime/Driver.h",
+      "csrc/runtime/Generator.cpp",
+      "csrc/runtime/Hooks.cpp",
+      "csrc/runtime/HostAllocator.cpp",
+      "csrc/runtime/Runtime.h",
+      "pyproject.toml",
+      "torch_accel/__init__.py",
+  };
+  EXPECT_EQ(paths(b), expected);
+  for (const auto& file : emitted(b)) {
+    EXPECT_TRUE(fs::exists(fs::path(ACCGEN_SOURCE_DIR) / "templates" /
+                           file.template_name))
+        << file.template_name;
+    EXPECT_FALSE(file.user_owned) << file.path;
+    const bool is_op = file.path.rfind("csrc/ops/", 0) == 0;
+    EXPECT_EQ(file.source,
+              is_op ? "specs/operators.yaml" : "specs/backend.yaml")
+        << file.path;
+  }
+}
+
+TEST_F(BackendFiles, PinnedMemoryOffDropsTheHostAllocator) {
+  const auto b = backend("device: accel\nfeatures:\n  pinned_memory: false\n");
+  EXPECT_FALSE(contains(paths(b), "csrc/runtime/HostAllocator.cpp"));
+  const auto text = rendered(b);
+  EXPECT_NE(text.at("csrc/runtime/Hooks.cpp").find("has no pinned host memory"),
+            std::string::npos);
+  EXPECT_EQ(text.at("csrc/runtime/Runtime.h").find("getHostAllocator"),
+            std::string::npos);
+  EXPECT_EQ(text.at("csrc/python/Module.cpp").find("_host_memory_stats"),
+            std::string::npos);
+  EXPECT_EQ(text.at("torch_accel/__init__.py").find("def empty_host_cache"),
+            std::string::npos);
+
+  const auto with = rendered(backend("device: accel\n"));
+  EXPECT_NE(with.at("csrc/python/Module.cpp").find("_host_memory_stats"),
+            std::string::npos);
+  EXPECT_NE(with.at("torch_accel/__init__.py").find("def empty_host_cache"),
+            std::string::npos);
+}
+
+TEST_F(BackendFiles, AutocastOffDropsTheAmpHook) {
+  const auto off = rendered(backend("device: accel\nfeatures:\n  autocast: false\n"));
+  EXPECT_EQ(off.at("torch_accel/__init__.py").find("get_amp_supported_dtype"),
+            std::string::npos);
+  const auto on = rendered(backend("device: accel\n"));
+  EXPECT_NE(on.at("torch_accel/__init__.py").find("def get_amp_supported_dtype"),
+            std::string::npos);
+}
+
+TEST_F(BackendFiles, NamesComeFromTheSpec) {
+  const auto b = backend(
+      "device: npu\npackage: npu_torch\nnamespace: npu_rt\ndevices: 3\n"
+      "memory: 512MiB\n");
+  const auto text = rendered(b);
+  ASSERT_TRUE(text.count("npu_torch/__init__.py"));
+  for (const auto& [path, content] : text) {
+    // Nothing of the prototype's names survives (torch.accelerator aside).
+    std::string scrubbed = content;
+    for (std::size_t at = scrubbed.find("accelerator");
+         at != std::string::npos; at = scrubbed.find("accelerator", at)) {
+      scrubbed.replace(at, 11, "-");
+    }
+    EXPECT_EQ(scrubbed.find("accel"), std::string::npos) << path;
+    EXPECT_EQ(scrubbed.find("ACCEL"), std::string::npos) << path;
+  }
+  const std::string& runtime = text.at("csrc/runtime/Runtime.h");
+  EXPECT_NE(runtime.find("namespace npu_rt {"), std::string::npos);
+  EXPECT_NE(runtime.find("kDefaultDeviceCount = 3;"), std::string::npos);
+  EXPECT_NE(runtime.find("kDefaultMemoryBytes = 536870912ULL;"),
+            std::string::npos);
+  EXPECT_NE(text.at("csrc/runtime/Driver.h").find("#define NPU_CHECK(expr)"),
+            std::string::npos);
+  const std::string& pyproject = text.at("pyproject.toml");
+  EXPECT_NE(pyproject.find("name = \"npu_torch\""), std::string::npos);
+  EXPECT_NE(pyproject.find("npu = \"npu_torch:_autoload\""), std::string::npos);
+  EXPECT_NE(text.at("npu_torch/__init__.py").find("_DEVICE_TYPE = \"npu\""),
+            std::string::npos);
+}
+
+TEST_F(BackendFiles, TextIsByteStable) {
+  for (const auto& [path, content] : rendered(backend("device: accel\n"))) {
+    ASSERT_FALSE(content.empty()) << path;
+    EXPECT_EQ(content.back(), '\n') << path;
+    EXPECT_EQ(content.find("\r"), std::string::npos) << path;
+    EXPECT_EQ(content.find(" \n"), std::string::npos) << path << ": trailing space";
+    EXPECT_EQ(content.find("\n\n\n\n"), std::string::npos) << path;
+    EXPECT_EQ(content.find("{{"), std::string::npos) << path;
+    EXPECT_EQ(content.find("@generated by accgen from specs/"), content.find("@generated"))
+        << path << ": banner";
+  }
+}
+
+}  // namespace
+}  // namespace accgen::emit
