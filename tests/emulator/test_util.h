@@ -35,10 +35,8 @@ inline constexpr bool kThreadSanitizer = false;
 using Closure = std::function<accError_t()>;
 
 inline accError_t runClosure(void* data) {
-  auto* closure = static_cast<Closure*>(data);
-  accError_t result = (*closure)();
-  delete closure;
-  return result;
+  std::unique_ptr<Closure> closure(static_cast<Closure*>(data));
+  return (*closure)();
 }
 
 /// Launches `fn` on `stream` with access to `buffers`.
