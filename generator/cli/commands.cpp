@@ -11,6 +11,9 @@
 #include "generator/cli/inspect.h"
 #include "generator/cli/pipeline.h"
 #include "generator/support/diagnostics.h"
+#include "generator/upgrade/lock.h"
+#include "generator/upgrade/schema_diff.h"
+#include "generator/upgrade/user_kernels.h"
 
 namespace accgen::cli {
 namespace {
@@ -35,11 +38,36 @@ std::string regenerateCommand(const GenerateOptions& o) {
   return cmd;
 }
 
+/// Prints `diags` (warnings about user kernels) on stderr.
+void printDiagnostics(const std::vector<Diagnostic>& diags) {
+  for (const auto& d : diags) std::cerr << d.format();
+}
+
 int runGenerate(const GenerateOptions& o) {
-  auto [files, run] = renderFromSpecs(o.specs, o.schemas, std::cerr);
+  SchemaSource schemas = loadSchemas(o.schemas);
+  model::Backend backend = loadBackend(o.specs, schemas, std::cerr);
+  emit::RunInfo run{schemas.torch_version};
+
+  // Note [Schema lock]: locked operators whose schemas changed stop the run
+  // before anything renders, unless --update-lock accepts them.
+  upgrade::LockPlan lock =
+      upgrade::planLock(backend, run.torch_version, o.update_lock);
+  if (lock.action == upgrade::LockPlan::Action::kRefuse) {
+    std::cerr << lock.report;
+    return static_cast<int>(lock.exitCode());
+  }
+
+  render::TemplateSet templates(render::defaultTemplateDir());
+  auto files = renderBackend(backend, run, templates);
 
   if (o.check) {
     auto diffs = write::checkTree(o.out, files, manifestExtra(run));
+    if (lock.action != upgrade::LockPlan::Action::kKeep) {
+      std::string rel = fs::relative(lock.path, o.out).generic_string();
+      diffs.push_back(write::unifiedDiff(
+          lock.old_text, lock.text,
+          lock.old_text.empty() ? "/dev/null" : "a/" + rel, "b/" + rel));
+    }
     if (diffs.empty()) {
       std::cout << o.out << " is up to date with " << o.specs << "\n";
       return static_cast<int>(ExitCode::kOk);
@@ -66,13 +94,28 @@ int runGenerate(const GenerateOptions& o) {
                  "written\n";
     return static_cast<int>(ExitCode::kRefusedOverwrite);
   }
+  upgrade::commitLock(lock);
+  if (!lock.report.empty()) std::cerr << lock.report;
+  printDiagnostics(
+      upgrade::checkUserKernels(backend, o.out, Severity::kWarning));
+  printDiagnostics(upgrade::findOrphanedKernels(backend, o.out));
   std::cout << report.summary() << "\n";
   return static_cast<int>(ExitCode::kOk);
 }
 
-int runValidate(const std::string& specs, const std::string& schemas_file) {
+int runValidate(const std::string& specs, const std::string& out,
+                const std::string& schemas_file) {
   SchemaSource schemas = loadSchemas(schemas_file);
-  loadBackend(specs, schemas, std::cerr);
+  model::Backend backend = loadBackend(specs, schemas, std::cerr);
+  // User kernels that no longer match their operator fail validation.
+  auto kernels = upgrade::checkUserKernels(backend, out, Severity::kError);
+  printDiagnostics(kernels);
+  printDiagnostics(upgrade::findOrphanedKernels(backend, out));
+  if (!kernels.empty()) {
+    throw AccgenError(ExitCode::kInvalidInput,
+                      std::to_string(kernels.size()) +
+                          " user kernel(s) do not match their operators");
+  }
   return static_cast<int>(ExitCode::kOk);
 }
 
@@ -106,8 +149,8 @@ int run(int argc, char** argv) {
   generate->add_option("--out", gen.out, "Output directory")
       ->capture_default_str();
   generate->add_option("--schemas", gen.schemas,
-                       "native_functions.yaml to use instead of the "
-                       "installed torch's");
+                       "native_functions.yaml or torch version to use "
+                       "instead of the installed torch's");
   generate->add_flag("--force", gen.force,
                      "Overwrite generated files that were edited by hand");
   generate->add_flag("--check", gen.check,
@@ -116,13 +159,40 @@ int run(int argc, char** argv) {
   generate->add_flag("--update-lock", gen.update_lock,
                      "Accept schema changes of locked operators");
 
-  std::string validate_specs = "specs", validate_schemas;
+  std::string validate_specs = "specs", validate_out = ".", validate_schemas;
   auto* validate =
       app.add_subcommand("validate", "Validate the specs; print errors only");
   validate->add_option("--specs", validate_specs, "Spec directory")
       ->capture_default_str();
+  validate->add_option("--out", validate_out,
+                       "Project directory holding kernels/ (user kernels "
+                       "are checked against their operators)")
+      ->capture_default_str();
   validate->add_option("--schemas", validate_schemas,
-                       "native_functions.yaml to validate against");
+                       "native_functions.yaml or torch version to validate "
+                       "against");
+
+  upgrade::SchemaDiffOptions diff_options;
+  std::string diff_specs;
+  auto* schema_diff = app.add_subcommand(
+      "schema-diff",
+      "Compare two native_functions.yaml (or torch versions); report what "
+      "changed for this backend");
+  schema_diff->add_option("old", diff_options.old_source,
+                          "Old schemas: native_functions.yaml or a torch "
+                          "version")
+      ->required();
+  schema_diff->add_option("new", diff_options.new_source,
+                          "New schemas: native_functions.yaml or a torch "
+                          "version")
+      ->required();
+  schema_diff->add_option("--specs", diff_specs,
+                          "Spec directory: report what this backend must "
+                          "change");
+  schema_diff->add_option("--wheels", diff_options.wheels_dir,
+                          "Directory of torch wheels for version arguments "
+                          "(default: $ACCGEN_WHEEL_DIR)");
+  schema_diff->add_flag("--json", diff_options.json, "JSON output for tools");
 
   InspectOptions inspect_options;
   auto* inspect = app.add_subcommand(
@@ -152,7 +222,13 @@ int run(int argc, char** argv) {
 
   if (*init) return runInit(init_options, std::cout, std::cerr);
   if (*generate) return runGenerate(gen);
-  if (*validate) return runValidate(validate_specs, validate_schemas);
+  if (*validate) {
+    return runValidate(validate_specs, validate_out, validate_schemas);
+  }
+  if (*schema_diff) {
+    if (!diff_specs.empty()) diff_options.specs_dir = diff_specs;
+    return upgrade::runSchemaDiff(diff_options, std::cout, std::cerr);
+  }
   if (*inspect) return runInspect(inspect_options, std::cout, std::cerr);
   return static_cast<int>(ExitCode::kUsage);
 }

@@ -10,6 +10,7 @@
 #include "generator/cli/pipeline.h"
 #include "generator/spec/names.h"
 #include "generator/support/diagnostics.h"
+#include "generator/upgrade/lock.h"
 
 namespace accgen::cli {
 namespace {
@@ -93,6 +94,8 @@ int runInit(const InitOptions& options, std::ostream& out,
     auto files = renderBackend(backend, run, templates);
     auto report = write::writeTree(staging.string(), files,
                                    {.manifest_extra = manifestExtra(run)});
+    upgrade::commitLock(
+        upgrade::planLock(backend, run.torch_version, /*update_lock=*/false));
     if (fs::exists(dir)) fs::remove(dir);  // empty, checked above
     fs::rename(staging, dir);
     out << "created backend '" << options.name << "' in " << dir.string()

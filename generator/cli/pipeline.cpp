@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "generator/spec/spec.h"
+#include "generator/upgrade/schema_source.h"
 #include "generator/support/diagnostics.h"
 
 namespace accgen::cli {
@@ -16,20 +17,15 @@ SchemaSource loadSchemas(const std::string& schemas_file) {
     source.registry = std::make_unique<schema::SchemaRegistry>(
         schema::SchemaRegistry::load(source.torch->native_functions_yaml));
   } else {
-    if (!std::filesystem::is_regular_file(schemas_file)) {
-      throw AccgenError(ExitCode::kInvalidInput,
-                        schemas_file + ": error: no such schema file");
-    }
+    // A native_functions.yaml path, or a torch version (installed, or a
+    // wheel in $ACCGEN_WHEEL_DIR): docs/upgrading.md.
+    upgrade::SchemaSource resolved = upgrade::loadSchemaSource(schemas_file, "");
+    source.torch_version = resolved.torch_version;
     source.registry = std::make_unique<schema::SchemaRegistry>(
-        schema::SchemaRegistry::load(schemas_file));
-    // The installed torch still provides the ATen headers (DispatchStubs);
-    // the version of an arbitrary file is unknown.
+        std::move(resolved.registry));
+    // The installed torch still provides the ATen headers (DispatchStubs).
     try {
       source.torch = schema::findTorch();
-      if (std::filesystem::equivalent(schemas_file,
-                                      source.torch->native_functions_yaml)) {
-        source.torch_version = source.torch->version;
-      }
     } catch (const AccgenError&) {
       source.torch.reset();
     }
