@@ -1,0 +1,118 @@
+"""Shared fixtures of the pytest suites that drive a generated backend.
+
+The suites run against an installed generated backend: by default the one
+accgen makes from this repository's specs/ (generated_example/), installed
+with
+
+    CMAKE_PREFIX_PATH=<accgen build or install prefix> \\
+        pip install --no-build-isolation generated_example
+
+The device under test is ACCGEN_TEST_DEVICE, or else `device:` of
+ACCGEN_TEST_SPECS/backend.yaml (default: specs/backend.yaml here); its
+package is ACCGEN_TEST_PACKAGE, `package:` of that file, or
+torch_<device>. `import torch` loads the backend through its
+`torch.backends` entry point; the package is imported explicitly as well,
+so that a backend on PYTHONPATH without an entry point works too. Tests
+that need a fresh interpreter (environment overrides, autoload) use the
+`run_python` fixture.
+"""
+
+import importlib
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+import torch
+import yaml
+
+_REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _device_and_package() -> tuple[str, str]:
+    device = os.environ.get("ACCGEN_TEST_DEVICE")
+    package = os.environ.get("ACCGEN_TEST_PACKAGE")
+    if device is None:
+        specs = pathlib.Path(os.environ.get("ACCGEN_TEST_SPECS", _REPO / "specs"))
+        try:
+            with open(specs / "backend.yaml", encoding="utf-8") as spec_file:
+                backend = yaml.safe_load(spec_file)
+        except OSError as error:
+            pytest.fail(
+                f"no device to test: set ACCGEN_TEST_DEVICE or provide "
+                f"{error.filename}",
+                pytrace=False,
+            )
+        device = backend["device"]
+        package = package or backend.get("package")
+    return device, package or f"torch_{device}"
+
+
+@pytest.fixture(scope="session")
+def device() -> str:
+    """The device type under test, e.g. "accel"; its backend is imported."""
+    name, package = _device_and_package()
+    try:
+        importlib.import_module(package)
+    except ImportError as error:
+        pytest.fail(
+            f"the {name} backend ({package}) is not installed: {error}. Install "
+            "it with `CMAKE_PREFIX_PATH=<accgen prefix> pip install "
+            "--no-build-isolation generated_example`",
+            pytrace=False,
+        )
+    return name
+
+
+@pytest.fixture(scope="session")
+def mod(device):
+    """torch.<device>: the backend's device module."""
+    return getattr(torch, device)
+
+
+@pytest.fixture(scope="session")
+def run_python():
+    """Runs Python code in a fresh interpreter and returns the completed
+    process (text stdout/stderr). `env` entries are added to the current
+    environment; a value of None removes the variable."""
+
+    def run(code: str, env: dict | None = None, timeout: float = 120):
+        full_env = dict(os.environ)
+        for key, value in (env or {}).items():
+            if value is None:
+                full_env.pop(key, None)
+            else:
+                full_env[key] = value
+        return subprocess.run(
+            [sys.executable, "-c", code],
+            env=full_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def two_devices(mod):
+    """Skips a test that needs two devices when there are fewer."""
+    if mod.device_count() < 2:
+        pytest.skip("needs at least two devices")
+
+
+@pytest.fixture(scope="session")
+def pinned_memory(mod):
+    """Skips a test of pinned memory when the backend was generated without
+    it (features.pinned_memory: false)."""
+    if not hasattr(mod, "empty_host_cache"):
+        pytest.skip("the backend has no pinned memory")
+
+
+@pytest.fixture(scope="session")
+def autocast(mod):
+    """Skips a test of autocast when the backend was generated without it
+    (features.autocast: false)."""
+    if not hasattr(mod, "get_amp_supported_dtype"):
+        pytest.skip("the backend has no autocast")

@@ -1,0 +1,405 @@
+"""Devices, streams, events, generators, serialization and the Python
+integration of a generated backend (torch.<device>, torch.accelerator,
+autoload)."""
+
+import io
+
+import pytest
+import torch
+
+
+# ------------------------------------------------------------------ devices
+
+
+def test_device_module_is_registered(device, mod):
+    assert torch._C._get_privateuse1_backend_name() == device
+    assert mod.is_available()
+    assert mod.device_count() >= 1
+    assert torch.device(device).type == device
+
+
+def test_device_count_follows_environment(device, run_python):
+    code = f"import torch; print(torch.{device}.device_count())"
+    for count in ("1", "3"):
+        result = run_python(code, env={"ACCGEN_EMU_DEVICE_COUNT": count})
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == count
+
+
+def test_set_and_current_device(device, mod, two_devices):
+    previous = mod.current_device()
+    try:
+        mod.set_device(1)
+        assert mod.current_device() == 1
+        assert torch.empty(2, device=device).device == torch.device(device, 1)
+        mod.set_device(f"{device}:0")
+        assert mod.current_device() == 0
+        assert torch.empty(2, device=device).device == torch.device(device, 0)
+    finally:
+        mod.set_device(previous)
+
+
+def test_device_context_manager_restores(device, mod, two_devices):
+    assert mod.current_device() == 0
+    with mod.device(1):
+        assert mod.current_device() == 1
+        with mod.device(0):
+            assert mod.current_device() == 0
+        assert mod.current_device() == 1
+    assert mod.current_device() == 0
+    with mod.device(None):
+        assert mod.current_device() == 0
+    x = torch.ones(1, device=f"{device}:1")
+    with mod.device_of(x):
+        assert mod.current_device() == 1
+    assert mod.current_device() == 0
+
+
+def test_invalid_device_index_is_a_clear_error(device, mod):
+    bad = mod.device_count() + 3
+    with pytest.raises(RuntimeError, match=f"Invalid device index {bad}"):
+        torch.ones(2, device=f"{device}:{bad}")
+    with pytest.raises(RuntimeError, match="valid indices are 0"):
+        mod.set_device(bad)
+    # The failure changed nothing.
+    assert mod.current_device() == 0
+    assert torch.ones(2, device=device).sum().item() == 2
+
+
+def test_current_device_is_per_thread(device, mod, two_devices):
+    import threading
+
+    seen = {}
+
+    def worker():
+        mod.set_device(1)
+        seen["worker"] = torch.empty(1, device=device).device.index
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    assert seen["worker"] == 1
+    assert mod.current_device() == 0
+
+
+def test_device_properties(mod):
+    properties = mod.get_device_properties(0)
+    assert properties.name
+    assert properties.total_memory > 0
+    assert mod.get_device_name() == properties.name
+    assert mod.get_device_capability() == (properties.major, properties.minor)
+
+
+def test_accelerator_api(device, mod):
+    assert torch.accelerator.is_available()
+    assert torch.accelerator.current_accelerator() == torch.device(device)
+    assert torch.accelerator.device_count() == mod.device_count()
+    assert torch.accelerator.current_device_index() == mod.current_device()
+    x = torch.ones(4, device=device) * 3
+    torch.accelerator.synchronize()
+    assert x.sum().item() == 12
+
+
+def test_accelerator_device_index(mod, two_devices):
+    with torch.accelerator.device_index(1):
+        assert mod.current_device() == 1
+        assert torch.accelerator.current_device_index() == 1
+    assert mod.current_device() == 0
+
+
+def test_tensor_and_module_methods(device):
+    x = torch.arange(3.0)
+    y = getattr(x, device)()
+    assert getattr(y, f"is_{device}")
+    assert not getattr(x, f"is_{device}")
+    module = torch.nn.Linear(2, 2)
+    getattr(module, device)()
+    assert module.weight.device.type == device
+    storage = getattr(torch.UntypedStorage(8), device)()
+    assert storage.device.type == device
+
+
+# ----------------------------------------------------------------- autoload
+
+
+def test_autoload_without_importing_the_package(device, run_python):
+    code = f"import torch; print(torch.ones(2, device='{device}').cpu().tolist())"
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[1.0, 1.0]"
+
+
+def test_autoload_can_be_disabled(device, run_python):
+    code = f"import torch; print(hasattr(torch, '{device}'))"
+    result = run_python(code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
+
+
+# ------------------------------------------------------- streams and events
+
+
+def test_streams_from_the_device_module(device, mod):
+    stream = mod.Stream()
+    assert isinstance(stream, torch.Stream)
+    assert stream.device == torch.device(device, 0)
+    default = mod.default_stream()
+    assert mod.current_stream() == default
+    with mod.stream(stream):
+        assert mod.current_stream() == stream
+        x = torch.ones(1000, device=device) * 2
+    assert mod.current_stream() == default
+    stream.synchronize()
+    assert stream.query()
+    assert x.sum().item() == 2000
+
+
+def test_stream_priorities(mod):
+    least, greatest = mod.Stream.priority_range()
+    assert greatest <= least
+    high = mod.Stream(priority=-1)
+    low = mod.Stream(priority=0)
+    assert high.stream_id != low.stream_id
+    assert high.stream_id != mod.default_stream().stream_id
+
+
+def test_streams_from_pools_round_robin(mod):
+    ids = {mod.Stream().stream_id for _ in range(16)}
+    # A bounded pool, not a fresh driver stream each time.
+    assert 1 < len(ids) <= 8
+
+
+def test_torch_stream_and_event_interop(device):
+    stream = torch.Stream(device=device)
+    assert stream.device.type == device
+    assert stream != torch.accelerator.current_stream()
+    event = torch.Event(device=device, enable_timing=True)
+    start = stream.record_event(torch.Event(device=device, enable_timing=True))
+    previous = torch.accelerator.current_stream()
+    torch.accelerator.set_stream(stream)
+    try:
+        y = torch.rand(256, 256, device=device)
+        y = y @ y
+    finally:
+        torch.accelerator.set_stream(previous)
+    stream.record_event(event)
+    event.synchronize()
+    assert event.query()
+    assert start.elapsed_time(event) >= 0.0
+
+
+def test_current_stream_is_per_thread(mod):
+    import threading
+
+    stream = mod.Stream()
+    seen = {}
+
+    def worker():
+        seen["before"] = mod.current_stream()
+        mod.set_stream(stream)
+        seen["after"] = mod.current_stream()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    assert seen["before"] == mod.default_stream()
+    assert seen["after"] == stream
+    assert mod.current_stream() == mod.default_stream()
+
+
+def test_unknown_stream_is_a_clear_error(device, mod):
+    device_type = mod.default_stream().device_type
+    bogus = torch.Stream(stream_id=12345, device_index=0, device_type=device_type)
+    with pytest.raises(RuntimeError, match="unknown .* stream id 12345"):
+        mod.set_stream(bogus)
+    assert mod.current_stream() == mod.default_stream()
+
+
+def test_current_stream_via_accelerator(device, mod):
+    stream = mod.Stream()
+    previous = torch.accelerator.current_stream()
+    torch.accelerator.set_stream(stream)
+    try:
+        assert torch.accelerator.current_stream() == stream
+        assert mod.current_stream() == stream
+    finally:
+        torch.accelerator.set_stream(previous)
+    assert mod.current_stream() == previous
+
+
+def test_events_order_work_across_streams(device, mod):
+    producer = mod.Stream()
+    consumer = mod.Stream()
+    with mod.stream(producer):
+        x = torch.full((512,), 3.0, device=device)
+        done = mod.Event()
+        done.record(producer)
+    consumer.wait_event(done)
+    with mod.stream(consumer):
+        y = x * 2
+    consumer.synchronize()
+    assert y.sum().item() == 3072.0
+
+
+def test_event_timing(device, mod):
+    start = mod.Event(enable_timing=True)
+    end = mod.Event(enable_timing=True)
+    start.record()
+    x = torch.ones(64, 64, device=device)
+    x = x @ x
+    end.record()
+    end.synchronize()
+    assert start.query() and end.query()
+    assert start.elapsed_time(end) >= 0.0
+
+
+def test_event_without_timing_refuses_elapsed_time(mod):
+    start = mod.Event()
+    end = mod.Event()
+    start.record()
+    end.record()
+    end.synchronize()
+    with pytest.raises((RuntimeError, ValueError), match="enable_timing"):
+        start.elapsed_time(end)
+
+
+def test_unrecorded_event_is_complete(mod):
+    assert mod.Event().query()
+
+
+def test_synchronize(device, mod):
+    x = torch.ones(100, device=device)
+    y = x + x
+    mod.synchronize()
+    mod.synchronize(0)
+    assert y.cpu().sum().item() == 200
+
+
+# ------------------------------------------------------------------- random
+
+
+def test_manual_seed_reproduces(device, mod):
+    mod.manual_seed(1234)
+    a = torch.rand(16, device=device)
+    mod.manual_seed(1234)
+    b = torch.rand(16, device=device)
+    c = torch.rand(16, device=device)
+    assert torch.equal(a.cpu(), b.cpu())
+    assert not torch.equal(b.cpu(), c.cpu())
+    assert mod.initial_seed() == 1234
+
+
+def test_device_generator_is_independent_of_cpu(device, mod):
+    mod.manual_seed(7)
+    a = torch.rand(8, device=device)
+    mod.manual_seed(7)
+    torch.rand(8)  # the CPU generator moves, the device's must not
+    b = torch.rand(8, device=device)
+    assert torch.equal(a.cpu(), b.cpu())
+
+
+def test_torch_manual_seed_seeds_the_device(device):
+    torch.manual_seed(99)
+    a = torch.randn(8, device=device)
+    torch.manual_seed(99)
+    b = torch.randn(8, device=device)
+    assert torch.equal(a.cpu(), b.cpu())
+
+
+def test_rng_state_round_trip(device, mod):
+    state = mod.get_rng_state()
+    assert state.dtype == torch.uint8 and state.device.type == "cpu"
+    a = torch.rand(8, device=device)
+    mod.set_rng_state(state)
+    b = torch.rand(8, device=device)
+    assert torch.equal(a.cpu(), b.cpu())
+    states = mod.get_rng_state_all()
+    assert len(states) == mod.device_count()
+    mod.set_rng_state_all(states)
+
+
+def test_explicit_generator(device):
+    generator = torch.Generator(device=device)
+    assert generator.device.type == device
+    generator.manual_seed(5)
+    a = torch.rand(8, device=device, generator=generator)
+    generator.manual_seed(5)
+    b = torch.rand(8, device=device, generator=generator)
+    assert torch.equal(a.cpu(), b.cpu())
+    state = generator.get_state()
+    clone = torch.Generator(device=device)
+    clone.set_state(state)
+    assert torch.equal(
+        torch.rand(4, device=device, generator=generator).cpu(),
+        torch.rand(4, device=device, generator=clone).cpu(),
+    )
+
+
+def test_per_device_generators(device, mod, two_devices):
+    mod.manual_seed_all(3)
+    a0 = torch.rand(4, device=f"{device}:0")
+    a1 = torch.rand(4, device=f"{device}:1")
+    assert torch.equal(a0.cpu(), a1.cpu())
+    with mod.device(1):
+        mod.manual_seed(11)
+    b0 = torch.rand(4, device=f"{device}:0")
+    b1 = torch.rand(4, device=f"{device}:1")
+    mod.manual_seed_all(3)
+    assert torch.equal(torch.rand(4, device=f"{device}:0").cpu(), a0.cpu())
+    assert not torch.equal(b0.cpu(), b1.cpu())
+
+
+# ------------------------------------------------------------ serialization
+
+
+def test_save_load_round_trip(device):
+    x = torch.arange(12, dtype=torch.float32, device=device).reshape(3, 4)
+    buffer = io.BytesIO()
+    torch.save({"x": x, "view": x[1]}, buffer)
+    buffer.seek(0)
+    loaded = torch.load(buffer)
+    assert loaded["x"].device == x.device
+    assert torch.equal(loaded["x"].cpu(), x.cpu())
+    # Views keep sharing their storage through a round trip.
+    loaded["view"].fill_(-1)
+    assert loaded["x"][1].cpu().tolist() == [-1.0] * 4
+
+
+def test_load_with_map_location(device, mod):
+    x = torch.arange(6, device=device)
+    buffer = io.BytesIO()
+    torch.save(x, buffer)
+    buffer.seek(0)
+    on_cpu = torch.load(buffer, map_location="cpu")
+    assert on_cpu.device.type == "cpu"
+    assert on_cpu.tolist() == list(range(6))
+    buffer = io.BytesIO()
+    torch.save(on_cpu, buffer)
+    buffer.seek(0)
+    target = f"{device}:{mod.device_count() - 1}"
+    moved = torch.load(buffer, map_location=target)
+    assert moved.device == torch.device(target)
+    assert moved.cpu().tolist() == list(range(6))
+
+
+# ------------------------------------------------------------------- autocast
+
+
+def test_autocast_context_is_accepted(device, mod, autocast):
+    assert torch.float16 in mod.get_amp_supported_dtype()
+    with torch.autocast(device_type=device, dtype=torch.float16):
+        assert torch.is_autocast_enabled(device)
+    assert not torch.is_autocast_enabled(device)
+
+
+# ----------------------------------------------------------------------- fork
+
+
+def test_lazy_init_state(device, mod, run_python):
+    code = (
+        f"import torch; m = torch.{device}; a = m.is_initialized(); "
+        f"torch.ones(1, device='{device}'); print(a, m.is_initialized())"
+    )
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False True"

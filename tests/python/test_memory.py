@@ -1,0 +1,162 @@
+"""Memory of a generated backend: the caching allocator and its statistics,
+out-of-memory behaviour, and pinned host memory."""
+
+import gc
+
+import pytest
+import torch
+
+MiB = 1 << 20
+
+
+@pytest.fixture(autouse=True)
+def _clean_allocator(mod):
+    gc.collect()
+    mod.synchronize()
+    mod.empty_cache()
+    yield
+    gc.collect()
+
+
+def test_allocated_and_reserved_follow_tensors(device, mod):
+    before = mod.memory_allocated()
+    x = torch.empty(MiB, dtype=torch.uint8, device=device)
+    assert mod.memory_allocated() == before + MiB
+    assert mod.memory_reserved() >= mod.memory_allocated()
+    del x
+    assert mod.memory_allocated() == before
+    # The block stays cached until empty_cache() gives it back.
+    assert mod.memory_reserved() >= MiB
+    mod.empty_cache()
+    assert mod.memory_reserved() == mod.memory_allocated()
+
+
+def test_cached_block_is_reused(device, mod):
+    x = torch.empty(2 * MiB, dtype=torch.uint8, device=device)
+    pointer = x.data_ptr()
+    del x
+    reserved = mod.memory_reserved()
+    y = torch.empty(2 * MiB, dtype=torch.uint8, device=device)
+    assert y.data_ptr() == pointer
+    assert mod.memory_reserved() == reserved
+
+
+def test_peak_and_reset(device, mod):
+    mod.reset_peak_memory_stats()
+    base = mod.memory_allocated()
+    x = torch.empty(4 * MiB, dtype=torch.uint8, device=device)
+    del x
+    assert mod.max_memory_allocated() >= base + 4 * MiB
+    assert mod.max_memory_reserved() >= 4 * MiB
+    mod.reset_peak_memory_stats()
+    assert mod.max_memory_allocated() == mod.memory_allocated()
+
+
+def test_memory_stats_keys(device, mod):
+    x = torch.empty(1000, device=device)
+    stats = mod.memory_stats()
+    assert stats["allocated_bytes.all.current"] == mod.memory_allocated()
+    assert stats["allocation.all.current"] >= 1
+    assert stats["num_device_alloc"] >= 1
+    assert "reserved_bytes.large_pool.peak" in stats
+    del x
+
+
+def test_accelerator_memory_api_agrees(device, mod):
+    x = torch.empty(3 * MiB, dtype=torch.uint8, device=device)
+    assert torch.accelerator.memory_allocated() == mod.memory_allocated()
+    assert torch.accelerator.memory_reserved() == mod.memory_reserved()
+    assert torch.accelerator.max_memory_allocated() >= 3 * MiB
+    assert torch.accelerator.memory_stats()["allocated_bytes.all.current"] == (
+        mod.memory_allocated()
+    )
+    del x
+    torch.accelerator.empty_cache()
+    assert mod.memory_reserved() == mod.memory_allocated()
+    free, total = torch.accelerator.get_memory_info()
+    assert 0 < free <= total
+
+
+def test_statistics_are_per_device(device, mod, two_devices):
+    before = mod.memory_allocated(1)
+    x = torch.empty(MiB, dtype=torch.uint8, device=f"{device}:1")
+    assert mod.memory_allocated(1) == before + MiB
+    assert mod.memory_allocated(f"{device}:1") == before + MiB
+    del x
+
+
+def test_mem_get_info(mod):
+    free, total = mod.mem_get_info()
+    assert 0 < free <= total
+    assert total == mod.get_device_properties().total_memory
+
+
+def test_out_of_memory_is_recoverable(device, mod):
+    _, total = mod.mem_get_info()
+    ooms = mod.memory_stats()["num_ooms"]
+    with pytest.raises(torch.OutOfMemoryError, match="out of memory"):
+        torch.empty(total + MiB, dtype=torch.uint8, device=device)
+    assert mod.memory_stats()["num_ooms"] == ooms + 1
+    # The process stays usable.
+    x = torch.ones(10, device=device)
+    assert x.sum().item() == 10
+
+
+def test_cache_is_released_before_out_of_memory(device, mod):
+    _, total = mod.mem_get_info()
+    big = total // 2 + MiB
+    x = torch.empty(big, dtype=torch.uint8, device=device)
+    del x  # cached, still reserved
+    assert mod.memory_reserved() >= big
+    # A differently sized request does not fit next to the cached block.
+    y = torch.empty(big + 4 * MiB, dtype=torch.uint8, device=device)
+    assert mod.memory_stats()["num_alloc_retries"] >= 1
+    del y
+
+
+def test_capacity_follows_environment(device, run_python):
+    code = (
+        "import torch\n"
+        f"m = torch.{device}\n"
+        "print(m.mem_get_info()[1])\n"
+        "try:\n"
+        f"    torch.empty(80 << 20, dtype=torch.uint8, device='{device}')\n"
+        "except torch.OutOfMemoryError:\n"
+        "    print('oom')\n"
+    )
+    result = run_python(code, env={"ACCGEN_EMU_MEMORY_BYTES": str(64 << 20)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [str(64 << 20), "oom"]
+
+
+# ------------------------------------------------------------ pinned memory
+
+
+def test_pin_memory(device, mod, pinned_memory):
+    x = torch.arange(6.0)
+    assert not x.is_pinned()
+    pinned = x.pin_memory()
+    assert pinned.is_pinned()
+    assert torch.equal(pinned, x)
+    on_device = pinned.to(device, non_blocking=True)
+    mod.synchronize()
+    assert torch.equal(on_device.cpu(), x)
+
+
+def test_pinned_factory(device, pinned_memory):
+    y = torch.empty(5, pin_memory=True)
+    assert y.is_pinned()
+    y.copy_(torch.ones(5, device=device))
+    assert y.tolist() == [1.0] * 5
+
+
+def test_host_cache_and_stats(mod, pinned_memory):
+    mod.empty_host_cache()
+    pinned = torch.empty(MiB, dtype=torch.uint8).pin_memory()
+    stats = mod.host_memory_stats()
+    assert stats["active_bytes.current"] >= MiB
+    del pinned
+    cached = mod.host_memory_stats()["allocated_bytes.current"]
+    assert cached >= MiB
+    torch.accelerator.empty_host_cache()
+    assert mod.host_memory_stats()["allocated_bytes.current"] < cached
