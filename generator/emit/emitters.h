@@ -19,4 +19,10 @@ std::vector<OutputFile> emitPythonPackage(const model::Backend& backend);
 /// CMakeLists.txt, pyproject.toml and .gitignore.
 std::vector<OutputFile> emitBuildFiles(const model::Backend& backend);
 
+/// csrc/ops/Emulate.*, RegisterEmulate_<k>.cpp, KernelDecls.h,
+/// RegisterKernels.cpp, RegisterStubs.cpp, RegisterFallback.cpp,
+/// CustomOps.cpp, Autocast.cpp and the user-owned kernels/*.cpp: every
+/// registration of operators.yaml and autocast.yaml (operators.cpp).
+std::vector<OutputFile> emitOperators(const model::Backend& backend);
+
 }  // namespace accgen::emit

@@ -1,0 +1,238 @@
+// The operator emitter: every registration of operators.yaml and
+// autocast.yaml as C++ under csrc/ops/ (DESIGN.md, "Operator registration
+// kinds"), plus the user-owned kernel starters under kernels/.
+//
+//   Emulate.h/.cpp           emulated execution (always: kernel starters and
+//                            the CPU fallback use it)
+//   RegisterEmulate_<k>.cpp  `emulate` operators, kEmulateShardSize a file
+//   KernelDecls.h            user kernels and custom-op bodies, declared
+//   RegisterKernels.cpp      `kernel` wrappers for whole groups
+//   RegisterStubs.cpp        `stub` registrations
+//   RegisterFallback.cpp     per-operator `fallback` and the global policy
+//   CustomOps.cpp            `custom:` operators
+//   Autocast.cpp             autocast.yaml (features.autocast)
+//
+// Decisions live here (which way each operator is emulated, what a wrapper
+// derives from its group's primary form); the text is in
+// templates/backend/csrc/ops/ and templates/kernels/.
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "generator/emit/emitters.h"
+#include "generator/emit/operators_support.h"
+#include "generator/support/diagnostics.h"
+
+namespace accgen::emit {
+namespace {
+
+using nlohmann::json;
+using schema::SchemaKind;
+
+// Registrations per RegisterEmulate_<k>.cpp: small enough that two cores
+// build the shards in parallel with the rest, large enough not to drown the
+// build in per-file overhead (each shard parses the dispatcher headers once).
+constexpr std::size_t kEmulateShardSize = 40;
+
+// A shape function's name: wrapper_add_Tensor -> shape_add_Tensor.
+std::string shapeName(const model::Registration& r) {
+  const std::string prefix = "wrapper_";
+  std::string name = r.wrapper_name;
+  if (name.rfind(prefix, 0) == 0) name = name.substr(prefix.size());
+  return "shape_" + name;
+}
+
+// Note [How each emulated operator runs]
+// A functional member of a structured group is computed through its out=
+// overload (its structured_delegate) into device memory allocated with the
+// shapes of its C++ meta function: no copies, and no Python meta kernel on
+// the way (the Meta key of most aten operators leads to one in torch 2.x,
+// about a hundred times slower than at::meta). Every other member runs its
+// CPU kernel directly on the device memory: in-place and out= forms write
+// it, view forms return views of it, and the few functional forms without a
+// C++ meta function copy their new results to the device once.
+json emulateEntry(const model::Registration& r, std::vector<std::string>& headers,
+                  json& shapes) {
+  const schema::NativeFunction& fn = *r.function;
+  json entry = {{"name", r.fullName()}, {"via_out", false}, {"out", ""},
+                {"shape", ""}};
+  if (r.role == SchemaKind::kFunctional && !fn.structured_delegate.empty()) {
+    entry["via_out"] = true;
+    entry["out"] = fn.structured_delegate;
+    entry["shape"] = shapeName(r);
+    headers.push_back(ops::metaHeader(r.schema()));
+    shapes.push_back({{"name", r.fullName()},
+                      {"decl", r.signature.decl(shapeName(r))},
+                      {"call", ops::metaFunction(r.schema(), r.signature) +
+                                   "(" + ops::callArgs(r.signature) + ")"}});
+  }
+  return entry;
+}
+
+void appendEmulate(const model::Backend& backend,
+                   std::vector<OutputFile>& files) {
+  std::vector<const model::Registration*> members;
+  for (const auto& op : backend.operators()) {
+    if (op.kind != spec::OpKind::kEmulate) continue;
+    for (const auto& m : op.members) members.push_back(&m);
+  }
+  std::sort(members.begin(), members.end(), [](const auto* a, const auto* b) {
+    return std::pair(a->schema().name, a->schema().overload) <
+           std::pair(b->schema().name, b->schema().overload);
+  });
+  const std::size_t shards =
+      (members.size() + kEmulateShardSize - 1) / kEmulateShardSize;
+  for (std::size_t k = 0; k < shards; ++k) {
+    std::vector<std::string> headers;
+    json entries = json::array();
+    json shapes = json::array();
+    const std::size_t end = std::min(members.size(), (k + 1) * kEmulateShardSize);
+    for (std::size_t i = k * kEmulateShardSize; i < end; ++i) {
+      entries.push_back(emulateEntry(*members[i], headers, shapes));
+    }
+    json data = {{"shard", std::to_string(k)},
+                 {"shard_count", std::to_string(shards)},
+                 {"headers", ops::sortedUnique(std::move(headers))},
+                 {"shapes", shapes},
+                 {"has_shapes", !shapes.empty()},
+                 {"entries", entries}};
+    OutputFile file = ops::backendFile(
+        "csrc/ops/RegisterEmulate_" + std::to_string(k) + ".cpp",
+        std::move(data));
+    // One template for every shard.
+    file.template_name = "backend/csrc/ops/RegisterEmulate.cpp.mustache";
+    files.push_back(std::move(file));
+  }
+}
+
+// The at::native function that reaches an operator's DispatchStub: its
+// CPU kernel (device-generic in everything but the stub it calls).
+std::string nativeKernel(const schema::NativeFunction& fn) {
+  for (const char* key : {"CPU", "CompositeExplicitAutograd",
+                          "CompositeExplicitAutogradNonFunctional"}) {
+    if (const std::string* k = fn.kernelFor(key)) return *k;
+  }
+  return "";
+}
+
+// The ATen headers that declare DispatchStubs of general operators. The
+// model only knows a stub's name, so the registration file includes them
+// all; a stub declared elsewhere fails to compile with its name in the
+// message.
+const std::vector<std::string>& stubHeaders() {
+  static const std::vector<std::string> kHeaders = {
+      "ATen/native/Activation.h",    "ATen/native/BinaryOps.h",
+      "ATen/native/Copy.h",          "ATen/native/Cross.h",
+      "ATen/native/Distance.h",      "ATen/native/Fill.h",
+      "ATen/native/IndexKernel.h",   "ATen/native/Lerp.h",
+      "ATen/native/PointwiseOps.h",  "ATen/native/Pow.h",
+      "ATen/native/RangeFactories.h", "ATen/native/ReduceAllOps.h",
+      "ATen/native/ReduceOps.h",     "ATen/native/Sorting.h",
+      "ATen/native/TensorAdvancedIndexing.h",
+      "ATen/native/TensorCompare.h", "ATen/native/TensorFactories.h",
+      "ATen/native/UnaryOps.h",
+  };
+  return kHeaders;
+}
+
+void appendStubs(const model::Backend& backend,
+                 std::vector<OutputFile>& files) {
+  json entries = json::array();
+  std::vector<std::string> headers = stubHeaders();
+  std::vector<std::string> stubs;
+  for (const auto& op : backend.operators()) {
+    if (op.kind != spec::OpKind::kStub) continue;
+    for (const auto& m : op.members) {
+      const std::string native = nativeKernel(*m.function);
+      if (native.empty() || m.function->structured) {
+        throw AccgenError(
+            ExitCode::kInvalidInput,
+            op.loc.str() + ": error: operator '" + m.fullName() +
+                "' cannot be registered as a stub: it " +
+                (native.empty() ? "has no CPU kernel to route to the stub"
+                                : "is structured") +
+                "\nnote: list the operator whose CPU kernel is an unstructured "
+                "at::native function calling the stub (e.g. abs.out), or use "
+                "kind emulate");
+      }
+      headers.push_back("ATen/ops/" + m.schema().baseName() + "_native.h");
+      json entry = ops::returnsData(m.signature);
+      entry.update({{"name", m.fullName()},
+                    {"stub", op.stub},
+                    {"wrapper", m.wrapper_name},
+                    {"decl", m.signature.decl(m.wrapper_name)},
+                    {"native", "at::native::" + native},
+                    {"args", ops::callArgs(m.signature)}});
+      entries.push_back(std::move(entry));
+      stubs.push_back(op.stub);
+    }
+  }
+  if (entries.empty()) return;
+  files.push_back(ops::backendFile(
+      "csrc/ops/RegisterStubs.cpp",
+      {{"entries", entries},
+       {"stubs", ops::sortedUnique(std::move(stubs))},
+       {"headers", ops::sortedUnique(std::move(headers))}}));
+}
+
+OutputFile fallbackFile(const model::Backend& backend) {
+  std::vector<std::string> names;
+  for (const auto& op : backend.operators()) {
+    if (op.kind != spec::OpKind::kFallback) continue;
+    for (const auto& m : op.members) names.push_back(m.fullName());
+  }
+  return ops::backendFile("csrc/ops/RegisterFallback.cpp",
+                          {{"operators", ops::sortedUnique(std::move(names))},
+                           {"has_operators", !names.empty()}});
+}
+
+void appendAutocast(const model::Backend& backend,
+                    std::vector<OutputFile>& files) {
+  if (!backend.features().autocast) return;
+  json rules = json::array();
+  std::vector<std::string> headers;
+  for (const auto& rule : backend.autocastRules()) {
+    if (rule.policy == spec::CastPolicy::kFp32AppendDtype) {
+      throw AccgenError(
+          ExitCode::kInvalidInput,
+          rule.loc.str() + ": error: policy fp32_append_dtype is not "
+                           "supported for '" + rule.full_name +
+              "'\nnote: it redispatches to another overload with a dtype "
+              "argument; use fp32 or fp32_set_opt_dtype");
+    }
+    const schema::FunctionSchema& s = rule.function->schema;
+    headers.push_back(ops::opsHeader(s));
+    rules.push_back({{"name", s.name},
+                     {"overload", s.overload},
+                     {"has_overload", !s.overload.empty()},
+                     {"policy", std::string(spec::policyName(rule.policy))}});
+  }
+  const char* dtype = backend.autocastDtype() == spec::AutocastDtype::kBFloat16
+                          ? "at::kBFloat16"
+                          : "at::kHalf";
+  files.push_back(ops::backendFile(
+      "csrc/ops/Autocast.cpp",
+      {{"rules", rules},
+       {"headers", ops::sortedUnique(std::move(headers))},
+       {"dtype", dtype},
+       {"dtype_name", std::string(spec::dtypeName(backend.autocastDtype()))}},
+      ops::kAutocastSpec));
+}
+
+}  // namespace
+
+std::vector<OutputFile> emitOperators(const model::Backend& backend) {
+  std::vector<OutputFile> files;
+  files.push_back(ops::backendFile("csrc/ops/Emulate.h", json::object()));
+  files.push_back(ops::backendFile("csrc/ops/Emulate.cpp", json::object()));
+  appendEmulate(backend, files);
+  ops::appendKernelFiles(backend, files);
+  appendStubs(backend, files);
+  files.push_back(fallbackFile(backend));
+  ops::appendCustomFiles(backend, files);
+  appendAutocast(backend, files);
+  return files;
+}
+
+}  // namespace accgen::emit

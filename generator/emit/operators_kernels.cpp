@@ -1,0 +1,419 @@
+// User kernels: the `kernel` operators' wrappers for whole groups and the
+// custom operators (schema, device and Meta kernels, autograd), with their
+// user-owned starter files. See operators.cpp for the file list.
+#include <cctype>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "generator/emit/operators_support.h"
+#include "generator/support/diagnostics.h"
+
+namespace accgen::emit::ops {
+namespace {
+
+using nlohmann::json;
+using schema::SchemaKind;
+
+// The first tensor argument, for the device guard and the device of new
+// results; "" when there is none (factory functions).
+std::string firstTensor(const schema::CppSignature& sig) {
+  for (const auto& b : sig.arguments) {
+    const std::string& t = b.type.text;
+    if (t == "const at::Tensor&" || t == "at::Tensor&" ||
+        t == "const ::std::optional<at::Tensor>&" || t == "at::TensorList" ||
+        t == "const at::ITensorListRef&") {
+      return b.name;
+    }
+  }
+  return "";
+}
+
+// The out arguments' names of a signature, in order.
+std::vector<std::string> outNames(const schema::CppSignature& sig) {
+  std::vector<std::string> names;
+  for (const auto& b : sig.arguments) {
+    if (b.argument != nullptr && b.argument->is_out) names.push_back(b.name);
+  }
+  return names;
+}
+
+// "a, b" with `from` replaced by `to`.
+std::string callArgsRenaming(const schema::CppSignature& sig,
+                             const std::vector<std::string>& from,
+                             const std::string& to) {
+  std::string out;
+  for (const auto& b : sig.arguments) {
+    if (!out.empty()) out += ", ";
+    bool renamed = std::find(from.begin(), from.end(), b.name) != from.end();
+    out += renamed ? to : b.name;
+  }
+  return out;
+}
+
+// The results of a functional call as template data: their variables and
+// how each is taken from the value holding them all.
+json resultsData(const std::vector<std::string>& names,
+                 const std::string& holder) {
+  json results = json::array();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    std::string get = names.size() == 1
+                          ? holder
+                          : "std::get<" + std::to_string(i) + ">(" + holder +
+                                ")";
+    results.push_back({{"var", names[i]}, {"get", get}});
+  }
+  return results;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// The Meta computation of a functional member's results: its C++ meta
+// function in structured groups, else its Meta kernel through the
+// dispatcher.
+std::string shapeCall(const model::Registration& r,
+                      std::vector<std::string>& headers) {
+  if (hasCppMeta(*r.function)) {
+    headers.push_back(metaHeader(r.schema()));
+    return metaFunction(r.schema(), r.signature) + "(" +
+           callArgs(r.signature, "toMeta") + ")";
+  }
+  headers.push_back(opsHeader(r.schema()));
+  return opsStruct(r.schema()) +
+         "::redispatch(c10::DispatchKeySet(c10::DispatchKey::Meta), " +
+         callArgs(r.signature, "toMeta") + ")";
+}
+
+// Note [One kernel for a group]
+// A vendor writes one body per `kernel` operator, for the form the spec
+// lists (the primary); the wrappers of its group siblings derive from it
+// the way ATen's own composite kernels do:
+//   functional from out=      results allocated with the Meta shapes, then
+//                             the out= kernel writes them;
+//   in-place from out=        the out= kernel with `self` as out;
+//   out= from functional      computed, then resize_output and copy_;
+//   in-place from functional  computed, then copied into self;
+//   functional from in-place  self copied into a result of the Meta shape
+//                             (broadcast, promoted), then written in place;
+//   out= from in-place        likewise into out.
+json kernelWrapper(const model::Operator& op, const model::Registration& m,
+                   std::vector<std::string>& headers) {
+  const model::Registration& p = op.primary();
+  const std::string kernel = "kernels::" + op.kernel_name;
+  json w = returnsData(m.signature);
+  w.update({{"name", m.fullName()},
+            {"wrapper", m.wrapper_name},
+            {"decl", m.signature.decl(m.wrapper_name)},
+            {"guard", firstTensor(m.signature)},
+            {"has_guard", !firstTensor(m.signature).empty()},
+            {"kernel", kernel},
+            {"primary", false},
+            {"functional_from_out", false},
+            {"inplace_from_out", false},
+            {"out_from_functional", false},
+            {"inplace_from_functional", false},
+            {"functional_from_inplace", false},
+            {"out_from_inplace", false},
+            {"kernel_args", callArgs(p.signature)},
+            {"shape_call", ""},
+            {"results", json::array()},
+            {"result_vars", ""},
+            {"single_result", true},
+            {"device_of", firstTensor(m.signature)}});
+  const SchemaKind from = p.role;
+  const SchemaKind to = m.role;
+  if (&m == &p) {
+    w["primary"] = true;
+    return w;
+  }
+  auto unsupported = [&] {
+    throw AccgenError(ExitCode::kInvalidInput,
+                      op.loc.str() + ": error: cannot derive '" +
+                          m.fullName() + "' from the kernel of '" +
+                          p.fullName() + "'\nnote: give '" + op.full_name +
+                          "' group: false and list the forms you need");
+  };
+  if (from == SchemaKind::kOut && to == SchemaKind::kFunctional) {
+    std::vector<std::string> outs = outNames(p.signature);
+    w["functional_from_out"] = true;
+    w["shape_call"] = shapeCall(m, headers);
+    w["results"] = resultsData(outs, "shapes");
+    w["single_result"] = outs.size() == 1;
+    w["result_vars"] = joined(outs);
+  } else if (from == SchemaKind::kOut && to == SchemaKind::kInplace) {
+    std::vector<std::string> outs = outNames(p.signature);
+    if (outs.size() != 1) unsupported();
+    w["inplace_from_out"] = true;
+    w["kernel_args"] = callArgsRenaming(p.signature, outs, "self");
+  } else if (from == SchemaKind::kFunctional && to == SchemaKind::kOut) {
+    std::vector<std::string> outs = outNames(m.signature);
+    w["out_from_functional"] = true;
+    w["results"] = resultsData(outs, "result");
+    w["single_result"] = outs.size() == 1;
+    w["result_vars"] = joined(outs);
+    headers.push_back("ATen/native/Resize.h");
+  } else if (from == SchemaKind::kFunctional && to == SchemaKind::kInplace) {
+    w["inplace_from_functional"] = true;
+  } else if (from == SchemaKind::kInplace && to == SchemaKind::kFunctional) {
+    w["functional_from_inplace"] = true;
+    w["shape_call"] = shapeCall(m, headers);
+    w["kernel_args"] = callArgsRenaming(p.signature, {"self"}, "result");
+  } else if (from == SchemaKind::kInplace && to == SchemaKind::kOut) {
+    std::vector<std::string> outs = outNames(m.signature);
+    if (outs.size() != 1) unsupported();
+    w["out_from_inplace"] = true;
+    w["results"] = resultsData(outs, "");
+    w["kernel_args"] = callArgsRenaming(p.signature, {"self"}, outs[0]);
+    w["result_vars"] = outs[0];
+    headers.push_back("ATen/native/Resize.h");
+  } else {
+    unsupported();
+  }
+  return w;
+}
+
+// The forms one kernel serves, for the comments of its declaration.
+std::string servedForms(const model::Operator& op) {
+  std::vector<std::string> others;
+  for (const auto& m : op.members) {
+    if (!m.primary) others.push_back(m.fullName());
+  }
+  return joined(others);
+}
+
+// "scaled_add.Tensor" -> "ScaledAddTensor".
+std::string pascal(const std::string& name) {
+  std::string out;
+  bool up = true;
+  for (char c : name) {
+    if (c == '_' || c == '.') {
+      up = true;
+      continue;
+    }
+    out += up ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
+              : c;
+    up = false;
+  }
+  return out;
+}
+
+// A C++ string literal's contents.
+std::string cppEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// How an argument saved in AutogradContext::saved_data comes back as a value
+// the backward's parameter accepts.
+std::string fromIValue(const schema::Binding& b) {
+  const std::string& t = b.type.text;
+  if (t == "double") return ".toDouble()";
+  if (t == "int64_t") return ".toInt()";
+  if (t == "bool") return ".toBool()";
+  if (t == "const at::Scalar&") return ".toScalar()";
+  if (t == "at::ScalarType") return ".toScalarType()";
+  if (t == "c10::SymInt") return ".toSymInt()";
+  if (t == "at::IntArrayRef") return ".toIntVector()";
+  if (t == "c10::SymIntArrayRef") return ".toSymIntVector()";
+  if (t == "at::TensorList") return ".toTensorVector()";
+  if (t == "c10::string_view" || t == "std::string_view") {
+    return ".toStringView()";
+  }
+  if (t == "const ::std::optional<at::Tensor>&") {
+    return ".toOptional<at::Tensor>()";
+  }
+  std::string plain = t;
+  if (plain.rfind("const ", 0) == 0) plain = plain.substr(6);
+  if (!plain.empty() && plain.back() == '&') plain.pop_back();
+  return ".to<" + plain + ">()";
+}
+
+json customData(const model::CustomOperator& c, const std::string& ns) {
+  const schema::CppSignature& sig = c.signature;
+  const auto& returns = c.schema->returns;
+  bool all_tensors = !returns.empty();
+  for (const auto& r : returns) {
+    if (!(r.type.isTensor() && !r.type.optional)) all_tensors = false;
+  }
+  if (c.autograd && !all_tensors) {
+    throw AccgenError(ExitCode::kInvalidInput,
+                      c.loc.str() + ": error: custom operator '" +
+                          c.full_name +
+                          "' cannot have autograd: it must return Tensors");
+  }
+  json saved_tensors = json::array();
+  json saved_values = json::array();
+  json backward_args = json::array();
+  json grads = json::array();
+  std::size_t tensor_index = 0;
+  for (const auto& b : sig.arguments) {
+    bool plain_tensor = b.type.text == "const at::Tensor&";
+    if (plain_tensor) {
+      saved_tensors.push_back(b.name);
+      backward_args.push_back("saved[" + std::to_string(tensor_index) + "]");
+      grads.push_back({{"tensor", true},
+                       {"index", std::to_string(tensor_index)}});
+      ++tensor_index;
+    } else {
+      saved_values.push_back(b.name);
+      backward_args.push_back("ctx->saved_data[\"" + b.name + "\"]" +
+                              fromIValue(b));
+      grads.push_back({{"tensor", false}, {"index", ""}});
+    }
+  }
+  std::string backward_call;
+  for (const auto& a : backward_args) {
+    backward_call += ", " + a.get<std::string>();
+  }
+  // Single Tensor results go through autograd::Function as they are;
+  // tuples as a variable_list.
+  const bool single = returns.size() == 1;
+  std::vector<std::string> tuple_items;
+  for (std::size_t i = 0; i < returns.size(); ++i) {
+    tuple_items.push_back("outputs[" + std::to_string(i) + "]");
+  }
+  std::vector<std::string> saved_names;
+  for (const auto& t : saved_tensors) saved_names.push_back(t);
+  const std::string autograd_wrapper =
+      "autograd_" + c.wrapper_name.substr(std::string("wrapper_").size());
+  std::string first = firstTensor(sig);
+  json data = returnsData(sig);
+  data.update(
+      {{"full_name", c.full_name},
+       {"qualified_name", c.qualified_name},
+       {"schema", cppEscape(c.schema->text)},
+       {"name", c.schema->name},
+       {"overload", c.schema->overload},
+       {"decl", sig.decl(c.wrapper_name)},
+       {"wrapper", c.wrapper_name},
+       {"kernel", c.kernel_name},
+       {"kernel_decl", sig.decl(c.kernel_name)},
+       {"meta", c.meta},
+       {"meta_name", c.meta_name},
+       {"meta_decl", c.meta ? sig.decl(c.meta_name) : ""},
+       {"autograd", c.autograd},
+       {"backward_name", c.backward_name},
+       {"backward_decl",
+        c.autograd ? "std::vector<at::Tensor> " + c.backward_name +
+                         "(const std::vector<at::Tensor>& grad_outputs" +
+                         (sig.arguments.empty() ? "" : ", ") +
+                         [&] {
+                           std::string params;
+                           for (const auto& b : sig.arguments) {
+                             if (!params.empty()) params += ", ";
+                             params += b.decl();
+                           }
+                           return params;
+                         }() +
+                         ")"
+                   : ""},
+       {"params",
+        [&] {
+          std::string params;
+          for (const auto& b : sig.arguments) params += ", " + b.decl();
+          return params;
+        }()},
+       {"args", callArgs(sig)},
+       {"function_type", sig.functionType()},
+       {"class_name", pascal(c.full_name) + "Function"},
+       {"autograd_wrapper", autograd_wrapper},
+       {"autograd_decl", sig.decl(autograd_wrapper)},
+       {"saved_list", joined(saved_names)},
+       {"saved_tensors", saved_tensors},
+       {"saved_values", saved_values},
+       {"backward_call", backward_call},
+       {"grads", grads},
+       {"tensor_count", std::to_string(tensor_index)},
+       {"single_result", single},
+       {"tuple_list", joined(tuple_items)},
+       {"forward_returns", single ? "at::Tensor" : "torch::autograd::variable_list"},
+       {"guard", first},
+       {"has_guard", !first.empty()},
+       {"kernel_file", c.kernel_file},
+       {"ns", ns}});
+  // The Meta starter: an empty_like of the first Tensor argument works for
+  // the common shape-preserving case; anything else asks for a body.
+  bool like_first = single && returns[0].type.isTensor() && !first.empty() &&
+                    sig.arguments.front().type.text == "const at::Tensor&";
+  data["meta_like"] = like_first ? sig.arguments.front().name : "";
+  data["meta_like_first"] = like_first;
+  return data;
+}
+
+}  // namespace
+
+void appendKernelFiles(const model::Backend& backend,
+                       std::vector<OutputFile>& files) {
+  json kernels = json::array();
+  json wrappers = json::array();
+  std::vector<std::string> headers;
+  for (const auto& op : backend.operators()) {
+    if (op.kind != spec::OpKind::kKernel) continue;
+    const model::Registration& p = op.primary();
+    json k = returnsData(p.signature);
+    k.update({{"name", op.full_name},
+              {"schema", p.schema().text},
+              {"decl", p.signature.decl(op.kernel_name)},
+              {"kernel", op.kernel_name},
+              {"file", op.kernel_file},
+              {"forms", servedForms(op)},
+              {"has_forms", op.members.size() > 1},
+              {"ops_struct", opsStruct(p.schema())},
+              {"ops_header", opsHeader(p.schema())},
+              {"args", callArgs(p.signature)}});
+    kernels.push_back(k);
+    for (const auto& m : op.members) {
+      wrappers.push_back(kernelWrapper(op, m, headers));
+    }
+    OutputFile user = backendFile(op.kernel_file, k);
+    user.template_name = "kernels/kernel.cpp.mustache";
+    user.user_owned = true;
+    files.push_back(std::move(user));
+  }
+  json custom = json::array();
+  for (const auto& c : backend.customOperators()) {
+    custom.push_back(customData(c, backend.cppNamespace()));
+  }
+  if (kernels.empty() && custom.empty()) return;
+  files.push_back(backendFile("csrc/ops/KernelDecls.h",
+                              {{"kernels", kernels}, {"custom", custom}}));
+  if (wrappers.empty()) return;
+  std::sort(wrappers.begin(), wrappers.end(), [](const json& a, const json& b) {
+    return a["wrapper"].get<std::string>() < b["wrapper"].get<std::string>();
+  });
+  files.push_back(backendFile(
+      "csrc/ops/RegisterKernels.cpp",
+      {{"wrappers", wrappers}, {"headers", sortedUnique(std::move(headers))}}));
+}
+
+void appendCustomFiles(const model::Backend& backend,
+                       std::vector<OutputFile>& files) {
+  json custom = json::array();
+  bool any_autograd = false;
+  bool any_meta = false;
+  for (const auto& c : backend.customOperators()) {
+    json data = customData(c, backend.cppNamespace());
+    any_autograd = any_autograd || c.autograd;
+    any_meta = any_meta || c.meta;
+    OutputFile user = backendFile(c.kernel_file, data);
+    user.template_name = "kernels/custom.cpp.mustache";
+    user.user_owned = true;
+    files.push_back(std::move(user));
+    custom.push_back(std::move(data));
+  }
+  if (custom.empty()) return;
+  files.push_back(backendFile("csrc/ops/CustomOps.cpp",
+                              {{"custom", custom},
+                               {"any_autograd", any_autograd},
+                               {"any_meta", any_meta}}));
+}
+
+}  // namespace accgen::emit::ops
