@@ -37,7 +37,8 @@ struct Stats {
 Stats stats(std::vector<double> samples) {
   std::sort(samples.begin(), samples.end());
   auto at = [&samples](double q) {
-    return samples[static_cast<size_t>(q * static_cast<double>(samples.size() - 1))];
+    return samples[static_cast<size_t>(
+        q * static_cast<double>(samples.size() - 1))];
   };
   return {at(0.5), at(0.9), at(0.99)};
 }
@@ -50,7 +51,9 @@ void check(accError_t error, const char* what) {
   }
 }
 
-accError_t emptyKernel(void*) { return accSuccess; }
+accError_t emptyKernel(void*) {
+  return accSuccess;
+}
 
 accError_t touchKernel(void* data) {
   static_cast<volatile unsigned char*>(data)[0] = 1;
@@ -94,7 +97,7 @@ Stats latency(int reps, Body&& body) {
 
 // The measurements that depend on the access guard.
 struct GuardFigures {
-  Stats touch;  // launch + synchronize of a kernel touching one buffer
+  Stats touch;       // launch + synchronize of a kernel touching one buffer
   Stats small_copy;  // 4-byte D2H copy
 };
 
@@ -125,7 +128,7 @@ void printRow(const char* name, double value, const char* unit) {
   std::printf("%-44s %10.2f %-6s\n", name, value, unit);
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
   Options options;
@@ -149,8 +152,9 @@ int main(int argc, char** argv) {
   }
 
   const char* protect = std::getenv("ACCGEN_EMU_PROTECT");
-  std::printf("accgen emulator benchmark (guard %s in this process)\n\n",
-              protect != nullptr && std::strcmp(protect, "0") == 0 ? "off" : "on");
+  std::printf(
+      "accgen emulator benchmark (guard %s in this process)\n\n",
+      protect != nullptr && std::strcmp(protect, "0") == 0 ? "off" : "on");
 
   // ------------------------------------------------------------ bandwidth
   const size_t bytes = size_t{64} << 20;
@@ -250,8 +254,8 @@ int main(int argc, char** argv) {
     }
     pclose(child);
   }
-  std::printf("\n%-44s %10s %10s %10s\n", "access guard (median)",
-              "this run", "guard off", "cost");
+  std::printf("\n%-44s %10s %10s %10s\n", "access guard (median)", "this run",
+              "guard off", "cost");
   std::printf("%-44s %8.2f us %8.2f us %8.2f us\n",
               "launch + sync, kernel touching one buffer", here.touch.p50,
               off_touch, here.touch.p50 - off_touch);

@@ -24,7 +24,7 @@ size_t pageSize() {
 // Pinned host memory is cache-line aligned, like the buffers torch allocates.
 constexpr size_t kHostAlignment = 64;
 
-} // namespace
+}  // namespace
 
 Allocation::Allocation(MemoryKind kind, int device, std::byte* base,
                        size_t size, size_t mapped_size, bool guarded)
@@ -44,8 +44,9 @@ std::shared_ptr<Allocation> Allocation::mapDevice(int device, size_t size,
   const size_t mapped = (size + page - 1) / page * page;
   // MAP_NORESERVE: capacity is enforced by accounting, so a large emulated
   // device does not need the host to commit swap for untouched pages.
-  void* base = mmap(nullptr, mapped, guarded ? PROT_NONE : PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* base =
+      mmap(nullptr, mapped, guarded ? PROT_NONE : PROT_READ | PROT_WRITE,
+           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (base == MAP_FAILED) {
     return nullptr;
   }
@@ -60,11 +61,11 @@ std::shared_ptr<Allocation> Allocation::mapDevice(int device, size_t size,
 }
 
 std::shared_ptr<Allocation> Allocation::allocateHost(size_t size) {
-  if (size == 0 ||
-      size > std::numeric_limits<size_t>::max() - kHostAlignment) {
+  if (size == 0 || size > std::numeric_limits<size_t>::max() - kHostAlignment) {
     return nullptr;
   }
-  const size_t rounded = (size + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
+  const size_t rounded =
+      (size + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
   void* base = std::aligned_alloc(kHostAlignment, rounded);
   if (base == nullptr) {
     return nullptr;
@@ -220,4 +221,4 @@ bool AllocationTable::erase(const Allocation& allocation) {
   return true;
 }
 
-} // namespace accgen::emulator
+}  // namespace accgen::emulator

@@ -105,7 +105,8 @@ class AllocationTable {
     kInside,        ///< entirely inside `allocation`
     kStraddling,    ///< partly inside an allocation: always an error
   };
-  Region classify(const void* ptr, size_t count, AllocationRef& allocation) const;
+  Region classify(const void* ptr, size_t count,
+                  AllocationRef& allocation) const;
 
   /// The allocation whose base is exactly `ptr`, or null.
   AllocationRef findExact(const void* ptr) const;
@@ -120,4 +121,4 @@ class AllocationTable {
   std::map<uintptr_t, AllocationRef> by_base_;
 };
 
-} // namespace accgen::emulator
+}  // namespace accgen::emulator

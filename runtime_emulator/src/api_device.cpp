@@ -91,4 +91,4 @@ accError_t accDeviceSynchronize(void) {
   });
 }
 
-} // extern "C"
+}  // extern "C"

@@ -51,4 +51,4 @@ const char* accGetErrorName(accError_t error) {
   return "accErrorUnrecognized";
 }
 
-} // extern "C"
+}  // extern "C"

@@ -13,7 +13,8 @@ accError_t accEventCreate(accEvent_t* event) {
 }
 
 accError_t accEventCreateWithFlags(accEvent_t* event, unsigned flags) {
-  if (event == nullptr || (flags & ~static_cast<unsigned>(accEventDisableTiming)) != 0) {
+  if (event == nullptr ||
+      (flags & ~static_cast<unsigned>(accEventDisableTiming)) != 0) {
     return accErrorInvalidValue;
   }
   return guarded([&](Runtime& rt) {
@@ -85,4 +86,4 @@ accError_t accEventElapsedTime(float* ms, accEvent_t start, accEvent_t end) {
   });
 }
 
-} // extern "C"
+}  // extern "C"

@@ -9,14 +9,16 @@
 // at once when the stream is idle, else staged), and a pageable destination
 // makes the call wait for its copy. Only pinned and device memory give truly
 // asynchronous copies, so a caller may reuse a pageable buffer at once.
+// Sources over kMaxStagingBytes are not staged (that would double their
+// memory): the call then waits for the stream and copies in order.
 #include <cstring>
 #include <new>
 
 #include "runtime.h"
 
+using accgen::emulator::Allocation;
 using accgen::emulator::AllocationRef;
 using accgen::emulator::AllocationTable;
-using accgen::emulator::Allocation;
 using accgen::emulator::guarded;
 using accgen::emulator::MemoryKind;
 using accgen::emulator::Runtime;
@@ -25,6 +27,8 @@ using accgen::emulator::Work;
 using accgen::emulator::WorkKind;
 
 namespace {
+
+constexpr size_t kMaxStagingBytes = size_t{16} << 20;
 
 // What one side of a copy points at.
 struct Side {
@@ -132,7 +136,7 @@ accError_t runSynchronous(Runtime& rt, Work&& work) {
   return stream.takeError();
 }
 
-} // namespace
+}  // namespace
 
 extern "C" {
 
@@ -345,7 +349,8 @@ accError_t accMemcpyAsync(void* dst, const void* src, size_t count,
         e != accSuccess) {
       return e;
     }
-    if (dst_side.pageable() || (src_side.pageable() && target->idle())) {
+    if (dst_side.pageable() ||
+        (src_side.pageable() && (target->idle() || count > kMaxStagingBytes))) {
       return target->runOrdered(std::move(work));
     }
     if (src_side.pageable()) {
@@ -360,4 +365,4 @@ accError_t accMemcpyAsync(void* dst, const void* src, size_t count,
   });
 }
 
-} // extern "C"
+}  // extern "C"

@@ -179,4 +179,4 @@ accError_t accLaunchKernel(accStream_t stream, accKernelFn_t fn,
   });
 }
 
-} // extern "C"
+}  // extern "C"

@@ -29,7 +29,7 @@ const char* parseDigits(const char* text, uint64_t& value) {
   return p;
 }
 
-} // namespace
+}  // namespace
 
 std::optional<int> parseDeviceCount(const char* text) {
   uint64_t value = 0;
@@ -135,4 +135,4 @@ Config resolveConfig(int device_count_hint, uint64_t memory_hint) {
   return config;
 }
 
-} // namespace accgen::emulator
+}  // namespace accgen::emulator

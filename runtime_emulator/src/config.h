@@ -42,4 +42,4 @@ std::optional<bool> parseFlag(const char* text);
 /// Microseconds in [0, kMaxSpinNs / 1000], plain decimal; returned in ns.
 std::optional<int64_t> parseSpinMicros(const char* text);
 
-} // namespace accgen::emulator
+}  // namespace accgen::emulator

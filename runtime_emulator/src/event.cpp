@@ -84,4 +84,4 @@ accError_t Event::timestamp(int64_t& time_ns) {
   return accSuccess;
 }
 
-} // namespace accgen::emulator
+}  // namespace accgen::emulator

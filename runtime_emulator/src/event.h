@@ -42,12 +42,12 @@ class Event : public std::enable_shared_from_this<Event> {
  private:
   const bool timing_;
   std::mutex mutex_;
-  uint64_t issued_generation_ = 0; // recordings started
-  uint64_t generation_ = 0;        // the recording the point belongs to
-  std::shared_ptr<Stream> stream_; // null until recorded
+  uint64_t issued_generation_ = 0;  // recordings started
+  uint64_t generation_ = 0;         // the recording the point belongs to
+  std::shared_ptr<Stream> stream_;  // null until recorded
   uint64_t seq_ = 0;
   uint64_t stamped_generation_ = 0;
   int64_t time_ns_ = 0;
 };
 
-} // namespace accgen::emulator
+}  // namespace accgen::emulator

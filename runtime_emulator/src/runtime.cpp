@@ -27,7 +27,9 @@ void shutdownAtExit() {
   }
 }
 
-void markForkedChild() { g_forked_child.store(true, std::memory_order_relaxed); }
+void markForkedChild() {
+  g_forked_child.store(true, std::memory_order_relaxed);
+}
 
 // Creates the runtime; called with g_create_mutex held.
 Runtime* createLocked(const Config& config) {
@@ -41,7 +43,7 @@ Runtime* createLocked(const Config& config) {
   return rt;
 }
 
-} // namespace
+}  // namespace
 
 bool Device::reserve(uint64_t bytes) {
   uint64_t current = used.load(std::memory_order_relaxed);
@@ -70,8 +72,12 @@ Runtime::Runtime(const Config& config)
   }
 }
 
-int Runtime::currentDevice() { return tls_device; }
-void Runtime::setCurrentDevice(int device) { tls_device = device; }
+int Runtime::currentDevice() {
+  return tls_device;
+}
+void Runtime::setCurrentDevice(int device) {
+  tls_device = device;
+}
 
 std::shared_ptr<Stream> Runtime::findStream(accStream_t handle) {
   if (handle == nullptr) {
@@ -190,10 +196,12 @@ accError_t initializeRuntime(const accInitParams& params) {
     return accErrorNotInitialized;
   }
   return createLocked(resolveConfig(params.deviceCount, params.memoryPerDevice))
-      ? accSuccess
-      : accErrorMemoryAllocation;
+             ? accSuccess
+             : accErrorMemoryAllocation;
 }
 
-bool inForkedChild() { return g_forked_child.load(std::memory_order_relaxed); }
+bool inForkedChild() {
+  return g_forked_child.load(std::memory_order_relaxed);
+}
 
-} // namespace accgen::emulator
+}  // namespace accgen::emulator

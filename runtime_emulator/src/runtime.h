@@ -121,4 +121,4 @@ accError_t guarded(Body&& body) noexcept {
   }
 }
 
-} // namespace accgen::emulator
+}  // namespace accgen::emulator

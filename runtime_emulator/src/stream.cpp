@@ -83,10 +83,14 @@ bool spinUntil(Ready&& ready, int64_t spin_ns) {
   }
 }
 
-} // namespace
+}  // namespace
 
-bool shuttingDown() { return g_shutting_down.load(std::memory_order_acquire); }
-void setShuttingDown() { g_shutting_down.store(true, std::memory_order_seq_cst); }
+bool shuttingDown() {
+  return g_shutting_down.load(std::memory_order_acquire);
+}
+void setShuttingDown() {
+  g_shutting_down.store(true, std::memory_order_seq_cst);
+}
 
 Stream::Stream(int device, int priority, bool is_default, int64_t spin_ns)
     : device_(device),
@@ -300,4 +304,4 @@ void Stream::stop() {
   complete(submitted_.load(std::memory_order_seq_cst));
 }
 
-} // namespace accgen::emulator
+}  // namespace accgen::emulator

@@ -42,7 +42,9 @@ class Stream {
   accError_t runOrdered(Work&& work);
 
   /// The number of the last submitted item.
-  uint64_t submitted() const { return submitted_.load(std::memory_order_acquire); }
+  uint64_t submitted() const {
+    return submitted_.load(std::memory_order_acquire);
+  }
   bool isComplete(uint64_t seq) const {
     return completed_.load(std::memory_order_acquire) >= seq;
   }
@@ -80,13 +82,13 @@ class Stream {
   // Submission side.
   std::mutex queue_mutex_;
   std::condition_variable queue_cv_;
-  std::deque<Work> queue_;   // guarded by queue_mutex_
-  bool stopping_ = false;    // guarded by queue_mutex_
+  std::deque<Work> queue_;  // guarded by queue_mutex_
+  bool stopping_ = false;   // guarded by queue_mutex_
   std::atomic<uint64_t> submitted_{0};
   std::atomic<bool> worker_sleeping_{false};
   std::atomic<bool> started_{false};
-  std::thread worker_;       // guarded by queue_mutex_
-  uint64_t taken_ = 0;       // worker thread only
+  std::thread worker_;  // guarded by queue_mutex_
+  uint64_t taken_ = 0;  // worker thread only
 
   // Completion side.
   std::atomic<uint64_t> completed_{0};
@@ -101,4 +103,4 @@ class Stream {
 bool shuttingDown();
 void setShuttingDown();
 
-} // namespace accgen::emulator
+}  // namespace accgen::emulator

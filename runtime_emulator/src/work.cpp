@@ -16,16 +16,17 @@ bool isKnownError(int code) {
   return code >= accSuccess && code <= accErrorNotInitialized;
 }
 
-} // namespace
+}  // namespace
 
 accError_t runWork(Work& work) noexcept {
   switch (work.kind) {
     case WorkKind::kRecord: {
-      const int64_t now = work.event->timing()
-          ? std::chrono::duration_cast<std::chrono::nanoseconds>(
-                std::chrono::steady_clock::now().time_since_epoch())
-                .count()
-          : 0;
+      const int64_t now =
+          work.event->timing()
+              ? std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    std::chrono::steady_clock::now().time_since_epoch())
+                    .count()
+              : 0;
       work.event->reached(work.generation, now);
       return accSuccess;
     }
@@ -71,4 +72,4 @@ accError_t runWork(Work& work) noexcept {
   }
 }
 
-} // namespace accgen::emulator
+}  // namespace accgen::emulator

@@ -51,4 +51,4 @@ struct Work {
 /// returned a value outside accError_t). Never throws.
 accError_t runWork(Work& work) noexcept;
 
-} // namespace accgen::emulator
+}  // namespace accgen::emulator

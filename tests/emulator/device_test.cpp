@@ -92,10 +92,12 @@ TEST(Device, Properties) {
   ASSERT_EQ(accMemGetInfo(&free_bytes, &total), accSuccess);
   EXPECT_EQ(prop.totalGlobalMem, total);
   const unsigned threads = std::thread::hardware_concurrency();
-  EXPECT_EQ(prop.multiProcessorCount, threads > 0 ? static_cast<int>(threads) : 1);
+  EXPECT_EQ(prop.multiProcessorCount,
+            threads > 0 ? static_cast<int>(threads) : 1);
   EXPECT_EQ(prop.major, 1);
   EXPECT_EQ(prop.minor, 0);
-  EXPECT_EQ(accGetDeviceProperties(&prop, deviceCount()), accErrorInvalidDevice);
+  EXPECT_EQ(accGetDeviceProperties(&prop, deviceCount()),
+            accErrorInvalidDevice);
   EXPECT_EQ(accGetDeviceProperties(&prop, -1), accErrorInvalidDevice);
   EXPECT_EQ(accGetDeviceProperties(nullptr, 0), accErrorInvalidValue);
 }
@@ -105,17 +107,19 @@ TEST(Device, SynchronizeWaitsForEveryStreamOfTheDevice) {
   ASSERT_EQ(accStreamCreate(&stream), accSuccess);
   std::atomic<int> done{0};
   for (accStream_t s : {static_cast<accStream_t>(nullptr), stream}) {
-    ASSERT_EQ(launch(s, [&done] {
-                std::this_thread::sleep_for(std::chrono::milliseconds(20));
-                done.fetch_add(1);
-                return accSuccess;
-              }),
-              accSuccess);
+    ASSERT_EQ(
+        launch(s,
+               [&done] {
+                 std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                 done.fetch_add(1);
+                 return accSuccess;
+               }),
+        accSuccess);
   }
   ASSERT_EQ(accDeviceSynchronize(), accSuccess);
   EXPECT_EQ(done.load(), 2);
   ASSERT_EQ(accStreamDestroy(stream), accSuccess);
 }
 
-} // namespace
-} // namespace accgen::emulator::test
+}  // namespace
+}  // namespace accgen::emulator::test

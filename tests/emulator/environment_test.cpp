@@ -198,5 +198,5 @@ TEST_F(EnvironmentDeathTest, InvalidValuesKeepTheInitParams) {
       ::testing::ExitedWithCode(0), "");
 }
 
-} // namespace
-} // namespace accgen::emulator::test
+}  // namespace
+}  // namespace accgen::emulator::test

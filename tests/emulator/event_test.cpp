@@ -36,8 +36,9 @@ TEST(Event, CreateDestroyAndBadArguments) {
             accErrorInvalidHandle);
   float ms = 0;
   EXPECT_EQ(accEventElapsedTime(nullptr, event, event), accErrorInvalidValue);
-  EXPECT_EQ(accEventElapsedTime(&ms, event, reinterpret_cast<accEvent_t>(&dummy)),
-            accErrorInvalidHandle);
+  EXPECT_EQ(
+      accEventElapsedTime(&ms, event, reinterpret_cast<accEvent_t>(&dummy)),
+      accErrorInvalidHandle);
   ASSERT_EQ(accEventDestroy(event), accSuccess);
 }
 
@@ -107,7 +108,8 @@ TEST(Event, TimestampsAreMonotonic) {
     EXPECT_GE(ms, previous);
     float step = -1;
     ASSERT_EQ(accEventElapsedTime(&step, events[i - 1], events[i]), accSuccess);
-    EXPECT_GE(step, static_cast<float>(i - 1)) << "the kernel slept " << i - 1 << " ms";
+    EXPECT_GE(step, static_cast<float>(i - 1))
+        << "the kernel slept " << i - 1 << " ms";
     previous = ms;
   }
   for (auto event : events) {
@@ -120,7 +122,8 @@ TEST(Event, ElapsedTimeErrors) {
   accEvent_t untimed = nullptr;
   accEvent_t unrecorded = nullptr;
   ASSERT_EQ(accEventCreate(&timed), accSuccess);
-  ASSERT_EQ(accEventCreateWithFlags(&untimed, accEventDisableTiming), accSuccess);
+  ASSERT_EQ(accEventCreateWithFlags(&untimed, accEventDisableTiming),
+            accSuccess);
   ASSERT_EQ(accEventCreate(&unrecorded), accSuccess);
   ASSERT_EQ(accEventRecord(timed, nullptr), accSuccess);
   ASSERT_EQ(accEventRecord(untimed, nullptr), accSuccess);
@@ -161,5 +164,5 @@ TEST(Event, DestroyWhileRecordedWorkIsPending) {
   ASSERT_EQ(accStreamSynchronize(nullptr), accSuccess);
 }
 
-} // namespace
-} // namespace accgen::emulator::test
+}  // namespace
+}  // namespace accgen::emulator::test

@@ -30,11 +30,14 @@ bool diedOfSegv(int status) {
   if (WIFSIGNALED(status)) {
     return WTERMSIG(status) == SIGSEGV;
   }
-  return sanitizerHandlesSegv() && WIFEXITED(status) && WEXITSTATUS(status) != 0;
+  return sanitizerHandlesSegv() && WIFEXITED(status) &&
+         WEXITSTATUS(status) != 0;
 }
 
 // A sanitizer that handled the fault names it in its report.
-std::string segvMessage() { return sanitizerHandlesSegv() ? "SEGV" : ""; }
+std::string segvMessage() {
+  return sanitizerHandlesSegv() ? "SEGV" : "";
+}
 
 class GuardDeathTest : public ::testing::Test {
  protected:
@@ -96,7 +99,8 @@ TEST_F(GuardDeathTest, KernelTouchingAnUndeclaredAllocationFaults) {
       diedOfSegv, segvMessage());
 }
 
-TEST_F(GuardDeathTest, KernelReachesTheWholeAllocationThroughAnInteriorPointer) {
+TEST_F(GuardDeathTest,
+       KernelReachesTheWholeAllocationThroughAnInteriorPointer) {
   EXPECT_EXIT(
       {
         const size_t size = 3 * 4096 + 10;
@@ -171,10 +175,11 @@ TEST_F(GuardDeathTest, ProtectZeroLeavesDeviceMemoryReadable) {
         *static_cast<volatile int*>(dev) = 5;
         int value = 0;
         accMemcpy(&value, dev, sizeof(value), accMemcpyDeviceToHost);
-        std::_Exit(value == 5 && *static_cast<volatile int*>(dev) == 5 ? 0 : 98);
+        std::_Exit(value == 5 && *static_cast<volatile int*>(dev) == 5 ? 0
+                                                                       : 98);
       },
       ::testing::ExitedWithCode(0), "");
 }
 
-} // namespace
-} // namespace accgen::emulator::test
+}  // namespace
+}  // namespace accgen::emulator::test

@@ -71,18 +71,23 @@ void lateUse() {
     std::_Exit(4);
   }
   static std::atomic<bool> ran{false};
-  if (launch(nullptr, [] {
-        ran.store(true);
-        return accSuccess;
-      }, {dev}) != accSuccess ||
+  if (launch(nullptr,
+             [] {
+               ran.store(true);
+               return accSuccess;
+             },
+             {dev}) != accSuccess ||
       accStreamSynchronize(nullptr) != accSuccess || !ran.load()) {
     std::_Exit(5);
   }
   int value = 9;
   int back = 0;
-  if (accMemcpy(dev, &value, sizeof(value), accMemcpyHostToDevice) != accSuccess ||
-      accMemcpy(&back, dev, sizeof(back), accMemcpyDeviceToHost) != accSuccess ||
-      back != 9 || accFree(dev) != accSuccess || accDeviceSynchronize() != accSuccess) {
+  if (accMemcpy(dev, &value, sizeof(value), accMemcpyHostToDevice) !=
+          accSuccess ||
+      accMemcpy(&back, dev, sizeof(back), accMemcpyDeviceToHost) !=
+          accSuccess ||
+      back != 9 || accFree(dev) != accSuccess ||
+      accDeviceSynchronize() != accSuccess) {
     std::_Exit(6);
   }
   accEvent_t event = nullptr;
@@ -94,7 +99,8 @@ void lateUse() {
 }
 
 [[noreturn]] void useAfterExitHandler() {
-  std::atexit(lateUse);  // before the driver starts, so it runs after its handler
+  std::atexit(
+      lateUse);  // before the driver starts, so it runs after its handler
   if (accMalloc(&g_late_buffer, 4096) != accSuccess) {
     std::_Exit(2);
   }
@@ -135,5 +141,5 @@ TEST(Lifecycle, ForkedChildIsRefusedAndParentCarriesOn) {
   EXPECT_EQ(accFree(dev), accSuccess);
 }
 
-} // namespace
-} // namespace accgen::emulator::test
+}  // namespace
+}  // namespace accgen::emulator::test

@@ -157,12 +157,14 @@ TEST(Memory, PointerAttributes) {
   EXPECT_EQ(attributes.basePointer, dev);
   EXPECT_EQ(attributes.allocationSize, 1000u);
 
-  ASSERT_EQ(accPointerGetAttributes(&attributes, static_cast<char*>(dev) + 1000),
-            accSuccess);
+  ASSERT_EQ(
+      accPointerGetAttributes(&attributes, static_cast<char*>(dev) + 1000),
+      accSuccess);
   EXPECT_EQ(attributes.type, accMemoryTypeUnregistered) << "one past the end";
 
-  ASSERT_EQ(accPointerGetAttributes(&attributes, static_cast<char*>(pinned) + 17),
-            accSuccess);
+  ASSERT_EQ(
+      accPointerGetAttributes(&attributes, static_cast<char*>(pinned) + 17),
+      accSuccess);
   EXPECT_EQ(attributes.type, accMemoryTypeHost);
   EXPECT_EQ(attributes.device, -1);
   EXPECT_EQ(attributes.basePointer, pinned);
@@ -224,7 +226,8 @@ TEST(Memory, CopiesInEveryDirection) {
                       accMemcpyHostToDevice),
             accSuccess);
   const auto back = readBack(a, n);
-  EXPECT_TRUE(std::equal(back.begin() + 100, back.begin() + 150, source.begin()));
+  EXPECT_TRUE(
+      std::equal(back.begin() + 100, back.begin() + 150, source.begin()));
   EXPECT_EQ(back[99], other[99]);
   EXPECT_EQ(back[150], other[150]);
 
@@ -244,14 +247,16 @@ TEST(Memory, CopyAcrossDevices) {
   ASSERT_EQ(accSetDevice(1), accSuccess);
   void* on1 = nullptr;
   ASSERT_EQ(accMalloc(&on1, n), accSuccess);
-  ASSERT_EQ(accMemcpy(on1, source.data(), n, accMemcpyHostToDevice), accSuccess);
+  ASSERT_EQ(accMemcpy(on1, source.data(), n, accMemcpyHostToDevice),
+            accSuccess);
   ASSERT_EQ(accSetDevice(0), accSuccess);
   ASSERT_EQ(accMemcpy(on0, on1, n, accMemcpyDeviceToDevice), accSuccess);
   EXPECT_EQ(readBack(on0, n), source);
 
   // Asynchronously on a stream of device 1, back the other way.
   const auto second = pattern(n, 6);
-  ASSERT_EQ(accMemcpy(on0, second.data(), n, accMemcpyHostToDevice), accSuccess);
+  ASSERT_EQ(accMemcpy(on0, second.data(), n, accMemcpyHostToDevice),
+            accSuccess);
   accStream_t stream1 = nullptr;
   ASSERT_EQ(accGetDefaultStream(1, &stream1), accSuccess);
   ASSERT_EQ(accMemcpyAsync(on1, on0, n, accMemcpyDeviceToDevice, stream1),
@@ -270,23 +275,32 @@ TEST(Memory, CopyKindMustMatchThePointers) {
   char host[64] = {};
 
   EXPECT_EQ(accMemcpy(host, pinned, 64, accMemcpyHostToDevice),
-            accErrorInvalidValue) << "H2D to host memory";
-  EXPECT_EQ(accMemcpy(dev, dev, 64, accMemcpyHostToDevice), accErrorInvalidValue)
+            accErrorInvalidValue)
+      << "H2D to host memory";
+  EXPECT_EQ(accMemcpy(dev, dev, 64, accMemcpyHostToDevice),
+            accErrorInvalidValue)
       << "H2D from device memory";
   EXPECT_EQ(accMemcpy(host, host, 64, accMemcpyDeviceToHost),
-            accErrorInvalidValue) << "D2H from host memory";
-  EXPECT_EQ(accMemcpy(dev, dev, 64, accMemcpyDeviceToHost), accErrorInvalidValue)
+            accErrorInvalidValue)
+      << "D2H from host memory";
+  EXPECT_EQ(accMemcpy(dev, dev, 64, accMemcpyDeviceToHost),
+            accErrorInvalidValue)
       << "D2H to device memory";
   EXPECT_EQ(accMemcpy(dev, host, 64, accMemcpyDeviceToDevice),
-            accErrorInvalidValue) << "D2D from host memory";
+            accErrorInvalidValue)
+      << "D2D from host memory";
   EXPECT_EQ(accMemcpy(pinned, dev, 64, accMemcpyDeviceToDevice),
-            accErrorInvalidValue) << "D2D to pinned memory";
+            accErrorInvalidValue)
+      << "D2D to pinned memory";
   EXPECT_EQ(accMemcpy(host, dev, 64, accMemcpyHostToHost), accErrorInvalidValue)
       << "H2H from device memory";
   EXPECT_EQ(accMemcpy(dev, host, 64, static_cast<accMemcpyKind>(7)),
-            accErrorInvalidValue) << "no such kind";
-  EXPECT_EQ(accMemcpy(nullptr, host, 64, accMemcpyDefault), accErrorInvalidValue);
-  EXPECT_EQ(accMemcpy(dev, nullptr, 64, accMemcpyDefault), accErrorInvalidValue);
+            accErrorInvalidValue)
+      << "no such kind";
+  EXPECT_EQ(accMemcpy(nullptr, host, 64, accMemcpyDefault),
+            accErrorInvalidValue);
+  EXPECT_EQ(accMemcpy(dev, nullptr, 64, accMemcpyDefault),
+            accErrorInvalidValue);
 
   // Pinned memory is host memory.
   EXPECT_EQ(accMemcpy(dev, pinned, 64, accMemcpyHostToDevice), accSuccess);
@@ -307,19 +321,23 @@ TEST(Memory, RangesMustStayInsideTheirAllocation) {
   ASSERT_EQ(accMalloc(&dev, 100), accSuccess);
   std::vector<char> host(200);
   EXPECT_EQ(accMemcpy(dev, host.data(), 101, accMemcpyHostToDevice),
-            accErrorInvalidValue) << "larger than the allocation";
+            accErrorInvalidValue)
+      << "larger than the allocation";
   EXPECT_EQ(accMemcpy(static_cast<char*>(dev) + 50, host.data(), 51,
                       accMemcpyHostToDevice),
-            accErrorInvalidValue) << "runs past the end from an offset";
+            accErrorInvalidValue)
+      << "runs past the end from an offset";
   EXPECT_EQ(accMemcpy(host.data(), dev, 101, accMemcpyDeviceToHost),
             accErrorInvalidValue);
   EXPECT_EQ(accMemset(dev, 0, 101), accErrorInvalidValue);
   EXPECT_EQ(accMemcpy(static_cast<char*>(dev) + 50, host.data(), 50,
                       accMemcpyHostToDevice),
-            accSuccess) << "exactly to the end";
+            accSuccess)
+      << "exactly to the end";
   ASSERT_EQ(accFree(dev), accSuccess);
   EXPECT_EQ(accMemcpy(host.data(), dev, 10, accMemcpyDeviceToHost),
-            accErrorInvalidValue) << "freed memory is not device memory";
+            accErrorInvalidValue)
+      << "freed memory is not device memory";
   EXPECT_EQ(accMemset(dev, 0, 10), accErrorInvalidValue);
 }
 
@@ -379,7 +397,8 @@ TEST(Memory, AsyncCopiesAreStreamOrdered) {
   ASSERT_EQ(accStreamSynchronize(stream), accSuccess);
   const auto* out = static_cast<const unsigned char*>(pinned_out);
   EXPECT_TRUE(std::equal(out, out + n / 2, source.begin()));
-  EXPECT_TRUE(std::all_of(out + n / 2, out + n, [](unsigned char c) { return c == 0; }));
+  EXPECT_TRUE(std::all_of(out + n / 2, out + n,
+                          [](unsigned char c) { return c == 0; }));
 
   ASSERT_EQ(accStreamDestroy(stream), accSuccess);
   ASSERT_EQ(accFree(a), accSuccess);
@@ -406,6 +425,31 @@ TEST(Memory, AsyncCopyConsumesAPageableSourceBeforeReturning) {
   gate->open();
   ASSERT_EQ(accStreamSynchronize(stream), accSuccess);
   EXPECT_EQ(readBack(dev, n), expected);
+  ASSERT_EQ(accStreamDestroy(stream), accSuccess);
+  ASSERT_EQ(accFree(dev), accSuccess);
+}
+
+TEST(Memory, LargePageableSourceIsConsumedBeforeReturning) {
+  // Over the staging limit the call waits for the stream instead of
+  // staging; either way the caller may reuse its buffer at once.
+  const size_t n = size_t{20} << 20;
+  void* dev = nullptr;
+  ASSERT_EQ(accMalloc(&dev, n), accSuccess);
+  accStream_t stream = nullptr;
+  ASSERT_EQ(accStreamCreate(&stream), accSuccess);
+  ASSERT_EQ(launch(stream,
+                   [] {
+                     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                     return accSuccess;
+                   }),
+            accSuccess);
+  auto host = pattern(n, 8);
+  const auto expected = host;
+  ASSERT_EQ(accMemcpyAsync(dev, host.data(), n, accMemcpyHostToDevice, stream),
+            accSuccess);
+  std::fill(host.begin(), host.end(), 0);
+  ASSERT_EQ(accStreamSynchronize(stream), accSuccess);
+  EXPECT_TRUE(readBack(dev, n) == expected);
   ASSERT_EQ(accStreamDestroy(stream), accSuccess);
   ASSERT_EQ(accFree(dev), accSuccess);
 }
@@ -476,5 +520,5 @@ TEST(Memory, FreeWaitsForPendingWorkOnTheDevice) {
   EXPECT_TRUE(finished.load());
 }
 
-} // namespace
-} // namespace accgen::emulator::test
+}  // namespace
+}  // namespace accgen::emulator::test

@@ -54,7 +54,8 @@ TEST(Stream, BadArguments) {
   EXPECT_EQ(accGetDefaultStream(0, nullptr), accErrorInvalidValue);
   EXPECT_EQ(accGetDefaultStream(deviceCount(), &stream), accErrorInvalidDevice);
   EXPECT_EQ(accGetDefaultStream(-1, &stream), accErrorInvalidDevice);
-  EXPECT_EQ(accDeviceGetStreamPriorityRange(nullptr, &value), accErrorInvalidValue);
+  EXPECT_EQ(accDeviceGetStreamPriorityRange(nullptr, &value),
+            accErrorInvalidValue);
 }
 
 TEST(Stream, LaunchRejectsUnknownBuffers) {
@@ -67,7 +68,8 @@ TEST(Stream, LaunchRejectsUnknownBuffers) {
   ASSERT_EQ(accFree(dev), accSuccess);
   buffers[0] = dev;
   EXPECT_EQ(accLaunchKernel(nullptr, runClosure, nullptr, buffers, 1),
-            accErrorInvalidValue) << "freed memory";
+            accErrorInvalidValue)
+      << "freed memory";
 }
 
 TEST(Stream, DefaultStreams) {
@@ -142,10 +144,11 @@ TEST(Stream, LaunchReturnsBeforeTheKernelRuns) {
 
 TEST(Stream, KernelsRunOffTheCallersThread) {
   std::thread::id kernel_thread;
-  ASSERT_EQ(launch(nullptr, [&kernel_thread] {
-              kernel_thread = std::this_thread::get_id();
-              return accSuccess;
-            }),
+  ASSERT_EQ(launch(nullptr,
+                   [&kernel_thread] {
+                     kernel_thread = std::this_thread::get_id();
+                     return accSuccess;
+                   }),
             accSuccess);
   ASSERT_EQ(accStreamSynchronize(nullptr), accSuccess);
   EXPECT_NE(kernel_thread, std::this_thread::get_id());
@@ -192,15 +195,17 @@ TEST(Stream, StreamsRunConcurrently) {
   ASSERT_EQ(accStreamCreate(&second), accSuccess);
   auto a = std::make_shared<Gate>();
   auto b = std::make_shared<Gate>();
-  ASSERT_EQ(launch(first, [a, b] {
-              a->open();
-              return b->wait() ? accSuccess : accErrorNotReady;
-            }),
+  ASSERT_EQ(launch(first,
+                   [a, b] {
+                     a->open();
+                     return b->wait() ? accSuccess : accErrorNotReady;
+                   }),
             accSuccess);
-  ASSERT_EQ(launch(second, [a, b] {
-              b->open();
-              return a->wait() ? accSuccess : accErrorNotReady;
-            }),
+  ASSERT_EQ(launch(second,
+                   [a, b] {
+                     b->open();
+                     return a->wait() ? accSuccess : accErrorNotReady;
+                   }),
             accSuccess);
   EXPECT_EQ(accStreamSynchronize(first), accSuccess);
   EXPECT_EQ(accStreamSynchronize(second), accSuccess);
@@ -218,15 +223,17 @@ TEST(Stream, DevicesRunConcurrently) {
   ASSERT_EQ(accGetDefaultStream(1, &on1), accSuccess);
   auto a = std::make_shared<Gate>();
   auto b = std::make_shared<Gate>();
-  ASSERT_EQ(launch(on0, [a, b] {
-              a->open();
-              return b->wait() ? accSuccess : accErrorNotReady;
-            }),
+  ASSERT_EQ(launch(on0,
+                   [a, b] {
+                     a->open();
+                     return b->wait() ? accSuccess : accErrorNotReady;
+                   }),
             accSuccess);
-  ASSERT_EQ(launch(on1, [a, b] {
-              b->open();
-              return a->wait() ? accSuccess : accErrorNotReady;
-            }),
+  ASSERT_EQ(launch(on1,
+                   [a, b] {
+                     b->open();
+                     return a->wait() ? accSuccess : accErrorNotReady;
+                   }),
             accSuccess);
   EXPECT_EQ(accStreamSynchronize(on0), accSuccess);
   EXPECT_EQ(accStreamSynchronize(on1), accSuccess);
@@ -237,12 +244,14 @@ TEST(Stream, DestroyDrainsPendingWork) {
   ASSERT_EQ(accStreamCreate(&stream), accSuccess);
   std::atomic<int> ran{0};
   for (int i = 0; i < 5; ++i) {
-    ASSERT_EQ(launch(stream, [&ran] {
-                std::this_thread::sleep_for(std::chrono::milliseconds(5));
-                ran.fetch_add(1);
-                return accSuccess;
-              }),
-              accSuccess);
+    ASSERT_EQ(
+        launch(stream,
+               [&ran] {
+                 std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                 ran.fetch_add(1);
+                 return accSuccess;
+               }),
+        accSuccess);
   }
   ASSERT_EQ(accStreamDestroy(stream), accSuccess);
   EXPECT_EQ(ran.load(), 5);
@@ -286,8 +295,9 @@ TEST(Stream, WaitEventOrdersWorkAcrossStreams) {
   EXPECT_EQ(accStreamWaitEvent(consumer, unrecorded, 0), accSuccess);
   EXPECT_EQ(accStreamWaitEvent(consumer, ready, 1), accErrorInvalidValue);
   int dummy = 0;
-  EXPECT_EQ(accStreamWaitEvent(consumer, reinterpret_cast<accEvent_t>(&dummy), 0),
-            accErrorInvalidHandle);
+  EXPECT_EQ(
+      accStreamWaitEvent(consumer, reinterpret_cast<accEvent_t>(&dummy), 0),
+      accErrorInvalidHandle);
   EXPECT_EQ(accStreamWaitEvent(reinterpret_cast<accStream_t>(&dummy), ready, 0),
             accErrorInvalidHandle);
 
@@ -309,19 +319,21 @@ TEST(Stream, WaitEventAcrossDevices) {
   accEvent_t event = nullptr;
   ASSERT_EQ(accEventCreate(&event), accSuccess);
   std::atomic<int> step{0};
-  ASSERT_EQ(launch(on0, [&step] {
-              std::this_thread::sleep_for(std::chrono::milliseconds(30));
-              step.store(1);
-              return accSuccess;
-            }),
+  ASSERT_EQ(launch(on0,
+                   [&step] {
+                     std::this_thread::sleep_for(std::chrono::milliseconds(30));
+                     step.store(1);
+                     return accSuccess;
+                   }),
             accSuccess);
   ASSERT_EQ(accEventRecord(event, on0), accSuccess);
   ASSERT_EQ(accStreamWaitEvent(on1, event, 0), accSuccess);
   std::atomic<int> observed{-1};
-  ASSERT_EQ(launch(on1, [&step, &observed] {
-              observed.store(step.load());
-              return accSuccess;
-            }),
+  ASSERT_EQ(launch(on1,
+                   [&step, &observed] {
+                     observed.store(step.load());
+                     return accSuccess;
+                   }),
             accSuccess);
   ASSERT_EQ(accStreamSynchronize(on1), accSuccess);
   EXPECT_EQ(observed.load(), 1);
@@ -334,10 +346,11 @@ TEST(Stream, KernelErrorIsStickyUntilReportedOnce) {
   ASSERT_EQ(launch(stream, [] { return accErrorInvalidValue; }), accSuccess)
       << "the launch itself succeeds";
   std::atomic<bool> later_ran{false};
-  ASSERT_EQ(launch(stream, [&later_ran] {
-              later_ran.store(true);
-              return accSuccess;
-            }),
+  ASSERT_EQ(launch(stream,
+                   [&later_ran] {
+                     later_ran.store(true);
+                     return accSuccess;
+                   }),
             accSuccess);
   EXPECT_EQ(accStreamSynchronize(stream), accErrorInvalidValue)
       << "the kernel's own code";
@@ -346,15 +359,18 @@ TEST(Stream, KernelErrorIsStickyUntilReportedOnce) {
   EXPECT_EQ(accStreamQuery(stream), accSuccess);
 
   // The first error wins until it is reported.
-  ASSERT_EQ(launch(stream, [] { return accErrorMemoryAllocation; }), accSuccess);
+  ASSERT_EQ(launch(stream, [] { return accErrorMemoryAllocation; }),
+            accSuccess);
   ASSERT_EQ(launch(stream, [] { return accErrorInvalidDevice; }), accSuccess);
   EXPECT_EQ(accStreamSynchronize(stream), accErrorMemoryAllocation);
 
   // A thrown exception or an unknown code is a launch failure.
-  ASSERT_EQ(launch(stream, []() -> accError_t { throw std::runtime_error("boom"); }),
-            accSuccess);
+  ASSERT_EQ(
+      launch(stream, []() -> accError_t { throw std::runtime_error("boom"); }),
+      accSuccess);
   EXPECT_EQ(accStreamSynchronize(stream), accErrorLaunchFailure);
-  ASSERT_EQ(launch(stream, [] { return static_cast<accError_t>(77); }), accSuccess);
+  ASSERT_EQ(launch(stream, [] { return static_cast<accError_t>(77); }),
+            accSuccess);
   EXPECT_EQ(accStreamSynchronize(stream), accErrorLaunchFailure);
 
   // Query reports it too, once the kernel ran.
@@ -376,7 +392,8 @@ TEST(Stream, DeviceSynchronizeReportsStickyErrors) {
   ASSERT_EQ(launch(stream, [] { return accErrorLaunchFailure; }), accSuccess);
   EXPECT_EQ(accDeviceSynchronize(), accErrorLaunchFailure);
   EXPECT_EQ(accDeviceSynchronize(), accSuccess);
-  EXPECT_EQ(accStreamSynchronize(stream), accSuccess) << "cleared when reported";
+  EXPECT_EQ(accStreamSynchronize(stream), accSuccess)
+      << "cleared when reported";
   ASSERT_EQ(accStreamDestroy(stream), accSuccess);
 }
 
@@ -385,7 +402,8 @@ TEST(Stream, SynchronousCopyReportsTheDefaultStreamsStickyError) {
   ASSERT_EQ(accMalloc(&dev, 16), accSuccess);
   ASSERT_EQ(launch(nullptr, [] { return accErrorLaunchFailure; }), accSuccess);
   char host[16];
-  EXPECT_EQ(accMemcpy(host, dev, 16, accMemcpyDeviceToHost), accErrorLaunchFailure);
+  EXPECT_EQ(accMemcpy(host, dev, 16, accMemcpyDeviceToHost),
+            accErrorLaunchFailure);
   EXPECT_EQ(accMemcpy(host, dev, 16, accMemcpyDeviceToHost), accSuccess);
   EXPECT_EQ(accStreamSynchronize(nullptr), accSuccess);
   ASSERT_EQ(accFree(dev), accSuccess);
@@ -395,10 +413,11 @@ TEST(Stream, KernelMaySynchronizeItsOwnStream) {
   accStream_t stream = nullptr;
   ASSERT_EQ(accStreamCreate(&stream), accSuccess);
   std::atomic<int> inner{-1};
-  ASSERT_EQ(launch(stream, [stream, &inner] {
-              inner.store(accStreamSynchronize(stream));
-              return accSuccess;
-            }),
+  ASSERT_EQ(launch(stream,
+                   [stream, &inner] {
+                     inner.store(accStreamSynchronize(stream));
+                     return accSuccess;
+                   }),
             accSuccess);
   ASSERT_EQ(accStreamSynchronize(stream), accSuccess);
   EXPECT_EQ(inner.load(), accSuccess) << "no deadlock";
@@ -424,13 +443,16 @@ TEST(Stream, ManyHostThreadsAtOnce) {
         return fail();
       }
       for (int i = 0; i < kIterations; ++i) {
-        const size_t n = 64 + static_cast<size_t>((t * 7919 + i * 104729) % 20000);
+        const size_t n =
+            64 + static_cast<size_t>((t * 7919 + i * 104729) % 20000);
         void* dev = nullptr;
         if (accMalloc(&dev, n) != accSuccess) {
           fail();
           continue;
         }
-        accStream_t stream = (i % 3 == 0) ? nullptr : (i % 3 == 1) ? own : shared;
+        accStream_t stream = (i % 3 == 0)   ? nullptr
+                             : (i % 3 == 1) ? own
+                                            : shared;
         const unsigned char fill = static_cast<unsigned char>(t * 31 + i);
         accMemsetAsync(dev, fill, n, stream);
         launch(stream,
@@ -448,13 +470,14 @@ TEST(Stream, ManyHostThreadsAtOnce) {
         accEventSynchronize(event);
         accEventDestroy(event);
         std::vector<unsigned char> host(n);
-        if (accMemcpyAsync(host.data(), dev, n, accMemcpyDeviceToHost, stream) !=
-            accSuccess) {
+        if (accMemcpyAsync(host.data(), dev, n, accMemcpyDeviceToHost,
+                           stream) != accSuccess) {
           fail();
         }
         const unsigned char expected = static_cast<unsigned char>(fill + 1);
-        if (std::any_of(host.begin(), host.end(),
-                        [expected](unsigned char c) { return c != expected; })) {
+        if (std::any_of(host.begin(), host.end(), [expected](unsigned char c) {
+              return c != expected;
+            })) {
           fail();
         }
         if (accFree(dev) != accSuccess) {
@@ -478,5 +501,5 @@ TEST(Stream, ManyHostThreadsAtOnce) {
   ASSERT_EQ(accSetDevice(0), accSuccess);
 }
 
-} // namespace
-} // namespace accgen::emulator::test
+}  // namespace
+}  // namespace accgen::emulator::test

@@ -57,7 +57,8 @@ class Gate {
  public:
   void open() { open_.store(true, std::memory_order_release); }
   bool isOpen() const { return open_.load(std::memory_order_acquire); }
-  bool wait(std::chrono::milliseconds timeout = std::chrono::seconds(10)) const {
+  bool wait(
+      std::chrono::milliseconds timeout = std::chrono::seconds(10)) const {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (!isOpen()) {
       if (std::chrono::steady_clock::now() > deadline) {
@@ -75,9 +76,8 @@ class Gate {
 /// A kernel that holds its stream until `gate` opens (accErrorNotReady if it
 /// never does). Shared ownership: a failing test may return while it waits.
 inline accError_t holdStream(accStream_t stream, std::shared_ptr<Gate> gate) {
-  return launch(stream, [gate] {
-    return gate->wait() ? accSuccess : accErrorNotReady;
-  });
+  return launch(
+      stream, [gate] { return gate->wait() ? accSuccess : accErrorNotReady; });
 }
 
 inline int deviceCount() {
@@ -86,4 +86,4 @@ inline int deviceCount() {
   return count;
 }
 
-} // namespace accgen::emulator::test
+}  // namespace accgen::emulator::test
