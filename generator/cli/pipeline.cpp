@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "generator/cli/torch_cache.h"
 #include "generator/spec/spec.h"
 #include "generator/upgrade/schema_source.h"
 #include "generator/support/diagnostics.h"
@@ -12,7 +13,9 @@ namespace accgen::cli {
 SchemaSource loadSchemas(const std::string& schemas_file) {
   SchemaSource source;
   if (schemas_file.empty()) {
-    source.torch = schema::findTorch();
+    TorchFacts facts = findTorchCached();
+    source.torch = facts.install;
+    source.dispatch_stubs = std::move(facts.dispatch_stubs);
     source.torch_version = source.torch->version;
     source.registry = std::make_unique<schema::SchemaRegistry>(
         schema::SchemaRegistry::load(source.torch->native_functions_yaml));
@@ -25,7 +28,9 @@ SchemaSource loadSchemas(const std::string& schemas_file) {
         std::move(resolved.registry));
     // The installed torch still provides the ATen headers (DispatchStubs).
     try {
-      source.torch = schema::findTorch();
+      TorchFacts facts = findTorchCached();
+      source.torch = facts.install;
+      source.dispatch_stubs = std::move(facts.dispatch_stubs);
     } catch (const AccgenError&) {
       source.torch.reset();
     }
@@ -47,7 +52,10 @@ model::Backend loadBackend(const std::string& specs_dir,
   std::optional<model::Backend> backend;
   if (specs) {
     model::BuildOptions options;
-    if (schemas.torch) options.torch_include_dir = schemas.torch->include_dir;
+    if (schemas.torch) {
+      options.torch_include_dir = schemas.torch->include_dir;
+      options.dispatch_stubs = schemas.dispatch_stubs;
+    }
     backend = model::buildBackend(*specs, *schemas.registry, diags, options);
   }
   diags.print(err);

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -22,6 +23,8 @@ struct SchemaSource {
   std::unique_ptr<schema::SchemaRegistry> registry;
   /// The installed torch, when it could be found.
   std::optional<schema::TorchInstall> torch;
+  /// The DispatchStubs its ATen headers declare (with `torch`).
+  std::set<std::string> dispatch_stubs;
   /// Version of the torch the schemas belong to ("" when unknown).
   std::string torch_version;
 };

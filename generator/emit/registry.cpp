@@ -16,6 +16,10 @@ const std::vector<Emitter>& registry() {
        &emitRuntime},
       {"python", "the Python package and its _C bindings", &emitPythonPackage},
       {"build", "CMakeLists.txt, pyproject.toml, .gitignore", &emitBuildFiles},
+      {"operators",
+       "operator registrations (emulate, kernel, stub, fallback, custom), "
+       "autocast and user kernel starters",
+       &emitOperators},
   };
   return kEmitters;
 }

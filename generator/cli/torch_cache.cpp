@@ -1,0 +1,102 @@
+// The torch-location cache (Note [Torch cache] in torch_cache.h).
+#include "generator/cli/torch_cache.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "generator/write/writer.h"
+
+namespace accgen::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string envOr(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+fs::path cacheDir() {
+  std::string xdg = envOr("XDG_CACHE_HOME", "");
+  if (!xdg.empty()) return fs::path(xdg) / "accgen";
+  return fs::path(envOr("HOME", "/tmp")) / ".cache" / "accgen";
+}
+
+/// "size:mtime" of a file, or "" when it cannot be read.
+std::string stamp(const std::string& path) {
+  std::error_code ec;
+  auto size = fs::file_size(path, ec);
+  if (ec) return "";
+  auto mtime = fs::last_write_time(path, ec);
+  if (ec) return "";
+  return std::to_string(size) + ":" +
+         std::to_string(mtime.time_since_epoch().count());
+}
+
+std::string stamps(const schema::TorchInstall& t) {
+  return stamp(t.torch_dir + "/version.py") + "|" +
+         stamp(t.native_functions_yaml);
+}
+
+}  // namespace
+
+TorchFacts findTorchCached() {
+  const bool enabled = envOr("ACCGEN_NO_CACHE", "") != "1";
+  const std::string key = write::contentHash(
+      envOr("ACCGEN_PYTHON", "python3") + "\n" + envOr("PATH", "") + "\n" +
+      envOr("VIRTUAL_ENV", ""));
+  const fs::path file = cacheDir() / ("torch-" + key + ".json");
+
+  if (enabled) {
+    std::ifstream in(file);
+    auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_discarded() && j.is_object()) {
+      TorchFacts facts;
+      auto& t = facts.install;
+      t.site_packages = j.value("site_packages", "");
+      t.torch_dir = j.value("torch_dir", "");
+      t.version = j.value("version", "");
+      t.native_functions_yaml = j.value("native_functions_yaml", "");
+      t.include_dir = j.value("include_dir", "");
+      if (!t.torch_dir.empty() && j.value("stamps", "") == stamps(t)) {
+        for (const auto& s : j.value("dispatch_stubs", nlohmann::json::array())) {
+          facts.dispatch_stubs.insert(s.get<std::string>());
+        }
+        return facts;
+      }
+    }
+  }
+
+  TorchFacts facts;
+  facts.install = schema::findTorch();
+  facts.dispatch_stubs = schema::findDispatchStubs(facts.install.include_dir);
+  if (enabled) {
+    const auto& t = facts.install;
+    nlohmann::json j = {{"site_packages", t.site_packages},
+                        {"torch_dir", t.torch_dir},
+                        {"version", t.version},
+                        {"native_functions_yaml", t.native_functions_yaml},
+                        {"include_dir", t.include_dir},
+                        {"stamps", stamps(t)},
+                        {"dispatch_stubs", facts.dispatch_stubs}};
+    // Best effort: a cache that cannot be written only costs time.
+    std::error_code ec;
+    fs::create_directories(file.parent_path(), ec);
+    fs::path tmp = file;
+    tmp += ".tmp" + std::to_string(::getpid());
+    {
+      std::ofstream out(tmp);
+      out << j.dump() << "\n";
+    }
+    fs::rename(tmp, file, ec);
+    if (ec) fs::remove(tmp, ec);
+  }
+  return facts;
+}
+
+}  // namespace accgen::cli
