@@ -15,9 +15,9 @@ namespace accgen::schema {
 namespace {
 
 [[noreturn]] void unmappable(const Type& type, std::string_view why) {
-  throw SchemaParseError(0, "cannot map type '" + type.str() +
-                                "' to a C++ dispatcher type: " +
-                                std::string(why));
+  throw SchemaParseError(0,
+                         "cannot map type '" + type.str() +
+                             "' to a C++ dispatcher type: " + std::string(why));
 }
 
 // C++ spelling of a base type passed by value, or "" for Tensor and Scalar
@@ -148,7 +148,8 @@ std::string returnType(const Return& r, const SignatureOptions& options) {
   }
   if (t.base == "Tensor") {
     if (t.isWrite()) {
-      if (t.optional) unmappable(t, "optional written returns are not supported");
+      if (t.optional)
+        unmappable(t, "optional written returns are not supported");
       return options.const_ref_for_mutable_tensors ? "const at::Tensor&"
                                                    : "at::Tensor&";
     }
@@ -174,7 +175,9 @@ CppType returnsCppType(const std::vector<Return>& returns,
   return {s + ">"};
 }
 
-std::string Binding::decl() const { return type.text + " " + name; }
+std::string Binding::decl() const {
+  return type.text + " " + name;
+}
 
 std::string CppSignature::decl(std::string_view fn_name) const {
   std::string s = returns.text + " " + std::string(fn_name) + "(";

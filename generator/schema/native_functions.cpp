@@ -56,7 +56,7 @@ const Node* Node::get(std::string_view key) const {
 }
 
 struct Line {
-  int number = 0;            // 1-based
+  int number = 0;               // 1-based
   const char* begin = nullptr;  // start of the physical line
   std::string_view content;     // without indentation, comment, trailing ws
 
@@ -72,7 +72,9 @@ class YamlError : public std::runtime_error {
   int column;
 };
 
-bool isSpace(char c) { return c == ' ' || c == '\t'; }
+bool isSpace(char c) {
+  return c == ' ' || c == '\t';
+}
 
 // Where a comment starts in `s` ('#' at the start or after whitespace,
 // outside quoted scalars), or s.size().
@@ -97,7 +99,8 @@ std::size_t commentStart(std::string_view s) {
       // A quote opens a quoted scalar only where a scalar may start; inside
       // a plain scalar (`str mode='linear'`) it is an ordinary character.
       std::size_t j = i;
-      while (j > 0 && isSpace(s[j - 1])) --j;
+      while (j > 0 && isSpace(s[j - 1]))
+        --j;
       if (j == 0 || s[j - 1] == ':' || s[j - 1] == '-' || s[j - 1] == '[' ||
           s[j - 1] == ',') {
         quote = c;
@@ -119,14 +122,16 @@ std::vector<Line> splitLines(std::string_view text) {
     std::string_view raw = text.substr(pos, end - pos);
     if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
     std::size_t indent = 0;
-    while (indent < raw.size() && raw[indent] == ' ') ++indent;
+    while (indent < raw.size() && raw[indent] == ' ')
+      ++indent;
     if (indent < raw.size() && raw[indent] == '\t') {
       throw YamlError(number, static_cast<int>(indent) + 1,
                       "tabs are not allowed in YAML indentation");
     }
     std::string_view content = raw.substr(indent);
     content = content.substr(0, commentStart(content));
-    while (!content.empty() && isSpace(content.back())) content.remove_suffix(1);
+    while (!content.empty() && isSpace(content.back()))
+      content.remove_suffix(1);
     if (!content.empty() && !(number == 1 && content == "---")) {
       lines.push_back({number, raw.data(), content});
     }
@@ -215,7 +220,8 @@ class MiniYaml {
            isSeqItem(lines_[i_])) {
       Line& l = lines_[i_];
       std::string_view rest = l.content.substr(1);
-      while (!rest.empty() && isSpace(rest.front())) rest.remove_prefix(1);
+      while (!rest.empty() && isSpace(rest.front()))
+        rest.remove_prefix(1);
       if (rest.empty()) {
         ++i_;
         if (i_ >= lines_.size() || lines_[i_].indent() <= indent) {
@@ -258,25 +264,27 @@ class MiniYaml {
       e.line = l.number;
       e.column = l.indent() + 1;
       std::string_view key = l.content.substr(0, colon);
-      while (!key.empty() && isSpace(key.back())) key.remove_suffix(1);
+      while (!key.empty() && isSpace(key.back()))
+        key.remove_suffix(1);
       e.key = unquote(l, key);
       for (const auto& other : n.map) {
         if (other.key == e.key) {
           throw YamlError(l.number, l.indent() + 1,
                           "duplicate key '" + std::string(e.key) +
-                              "' (first at line " +
-                              std::to_string(other.line) + ")");
+                              "' (first at line " + std::to_string(other.line) +
+                              ")");
         }
       }
       std::string_view value = l.content.substr(colon + 1);
-      while (!value.empty() && isSpace(value.front())) value.remove_prefix(1);
+      while (!value.empty() && isSpace(value.front()))
+        value.remove_prefix(1);
       ++i_;
       if (value.empty()) {
         if (i_ < lines_.size() &&
             (lines_[i_].indent() > indent ||
              (lines_[i_].indent() == indent && isSeqItem(lines_[i_])))) {
           e.value = lines_[i_].indent() == indent ? parseSeq(indent)
-                                                   : parseNode(indent + 1);
+                                                  : parseNode(indent + 1);
         } else {
           e.value.line = l.number;
           e.value.column = l.column(l.content.data() + colon) + 1;
@@ -337,7 +345,8 @@ class MiniYaml {
   void parseFlow(const Line& l, std::string_view text, char close, Node& n) {
     std::size_t end = text.rfind(close);
     std::string_view tail = text.substr(end + 1);
-    while (!tail.empty() && isSpace(tail.front())) tail.remove_prefix(1);
+    while (!tail.empty() && isSpace(tail.front()))
+      tail.remove_prefix(1);
     if (!tail.empty()) {
       throw YamlError(n.line, n.column,
                       "unexpected text after the flow collection");
@@ -360,8 +369,10 @@ class MiniYaml {
         if (c != ',') continue;
       }
       std::string_view item = body.substr(start, i - start);
-      while (!item.empty() && isSpace(item.front())) item.remove_prefix(1);
-      while (!item.empty() && isSpace(item.back())) item.remove_suffix(1);
+      while (!item.empty() && isSpace(item.front()))
+        item.remove_prefix(1);
+      while (!item.empty() && isSpace(item.back()))
+        item.remove_suffix(1);
       start = i + 1;
       if (item.empty()) {
         if (i < body.size()) {
@@ -379,12 +390,15 @@ class MiniYaml {
       }
       std::size_t colon = keyColon(item);
       if (colon == std::string_view::npos) {
-        throw YamlError(n.line, n.column, "expected 'key: value' in flow mapping");
+        throw YamlError(n.line, n.column,
+                        "expected 'key: value' in flow mapping");
       }
       std::string_view key = item.substr(0, colon);
       std::string_view value = item.substr(colon + 1);
-      while (!key.empty() && isSpace(key.back())) key.remove_suffix(1);
-      while (!value.empty() && isSpace(value.front())) value.remove_prefix(1);
+      while (!key.empty() && isSpace(key.back()))
+        key.remove_suffix(1);
+      while (!value.empty() && isSpace(value.front()))
+        value.remove_prefix(1);
       MapEntry e;
       e.line = n.line;
       e.column = n.column;
@@ -396,8 +410,7 @@ class MiniYaml {
     }
   }
 
-  std::string_view scalarWithContinuation(const Line& l,
-                                          std::string_view value,
+  std::string_view scalarWithContinuation(const Line& l, std::string_view value,
                                           int indent) {
     if (value[0] == '\'' || value[0] == '"') return unquote(l, value);
     if (i_ >= lines_.size() || lines_[i_].indent() <= indent) return value;
@@ -443,10 +456,18 @@ class MiniYaml {
       if (q == '"' && c == '\\' && i + 1 < s.size()) {
         char e = s[++i];
         switch (e) {
-          case 'n': out += '\n'; break;
-          case 't': out += '\t'; break;
-          case '0': out += '\0'; break;
-          default: out += e; break;
+          case 'n':
+            out += '\n';
+            break;
+          case 't':
+            out += '\t';
+            break;
+          case '0':
+            out += '\0';
+            break;
+          default:
+            out += e;
+            break;
         }
         continue;
       }
@@ -472,8 +493,7 @@ class MiniYaml {
 [[noreturn]] void failAt(const std::string& path, int line, int column,
                          const std::string& message) {
   SourceLoc loc{path, line, column};
-  throw AccgenError(ExitCode::kInvalidInput,
-                    loc.str() + ": error: " + message);
+  throw AccgenError(ExitCode::kInvalidInput, loc.str() + ": error: " + message);
 }
 
 std::vector<std::string> splitComma(std::string_view s) {
@@ -482,8 +502,10 @@ std::vector<std::string> splitComma(std::string_view s) {
   for (std::size_t i = 0; i <= s.size(); ++i) {
     if (i < s.size() && s[i] != ',') continue;
     std::string_view item = s.substr(start, i - start);
-    while (!item.empty() && isSpace(item.front())) item.remove_prefix(1);
-    while (!item.empty() && isSpace(item.back())) item.remove_suffix(1);
+    while (!item.empty() && isSpace(item.front()))
+      item.remove_prefix(1);
+    while (!item.empty() && isSpace(item.back()))
+      item.remove_suffix(1);
     if (!item.empty()) out.emplace_back(item);
     start = i + 1;
   }
@@ -513,15 +535,15 @@ class EntryReader {
       const Node& v = e.value;
       if (e.key == "dispatch") {
         fn.has_dispatch = true;
-        if (v.kind != Node::Kind::kMap) fail(v, "expected a mapping of dispatch keys to kernels");
+        if (v.kind != Node::Kind::kMap)
+          fail(v, "expected a mapping of dispatch keys to kernels");
         for (const auto& d : v.map) {
           if (d.value.kind != Node::Kind::kScalar || d.value.scalar.empty()) {
             fail(d.value, "expected a kernel name for dispatch key '" +
-                             std::string(d.key) + "'");
+                              std::string(d.key) + "'");
           }
           for (auto& key : splitComma(d.key)) {
-            if (!fn.dispatch.emplace(key, std::string(d.value.scalar))
-                     .second) {
+            if (!fn.dispatch.emplace(key, std::string(d.value.scalar)).second) {
               failAt(path_, d.line, d.column,
                      "dispatch key '" + key + "' given twice");
             }
@@ -586,7 +608,8 @@ class EntryReader {
       fail(v, "expected a string or a list for '" + std::string(key) + "'");
     }
     std::vector<std::string> out;
-    for (const auto& item : v.seq) out.push_back(scalar(item, key));
+    for (const auto& item : v.seq)
+      out.push_back(scalar(item, key));
     return out;
   }
 
@@ -700,7 +723,8 @@ const NativeFunction* SchemaRegistry::find(std::string_view full_name) const {
 std::vector<std::string> SchemaRegistry::allNames() const {
   std::vector<std::string> names;
   names.reserve(functions_.size());
-  for (const auto& fn : functions_) names.push_back(fn.schema.fullName());
+  for (const auto& fn : functions_)
+    names.push_back(fn.schema.fullName());
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -721,11 +745,21 @@ SchemaRegistry::Group SchemaRegistry::group(const NativeFunction& fn) const {
     if (member != &fn && member->schema.signature() != sig) continue;
     const NativeFunction** slot = nullptr;
     switch (member->schema.kind()) {
-      case SchemaKind::kFunctional: slot = &g.functional; break;
-      case SchemaKind::kInplace: slot = &g.inplace; break;
-      case SchemaKind::kOut: slot = &g.out; break;
-      case SchemaKind::kMutable: slot = &g.mutable_fn; break;
-      case SchemaKind::kScratch: slot = &g.out; break;
+      case SchemaKind::kFunctional:
+        slot = &g.functional;
+        break;
+      case SchemaKind::kInplace:
+        slot = &g.inplace;
+        break;
+      case SchemaKind::kOut:
+        slot = &g.out;
+        break;
+      case SchemaKind::kMutable:
+        slot = &g.mutable_fn;
+        break;
+      case SchemaKind::kScratch:
+        slot = &g.out;
+        break;
     }
     if (!*slot) *slot = member;
   }

@@ -23,17 +23,23 @@ namespace {
 // an unknown name is a parse error so that misspelt custom schemas are caught
 // where they are written, not when the C++ mapping fails.
 constexpr std::array<std::string_view, 22> kBaseTypes = {
-    "Tensor",  "Scalar",       "ScalarType", "Layout",     "Device",
-    "DeviceIndex", "MemoryFormat", "Generator", "Dimname", "DimVector",
-    "Storage", "Stream",       "QScheme",    "int",        "SymInt",
-    "SymBool", "float",        "bool",       "str",        "Any",
-    "GraphModule", "ConstQuantizerPtr"};
+    "Tensor",       "Scalar",
+    "ScalarType",   "Layout",
+    "Device",       "DeviceIndex",
+    "MemoryFormat", "Generator",
+    "Dimname",      "DimVector",
+    "Storage",      "Stream",
+    "QScheme",      "int",
+    "SymInt",       "SymBool",
+    "float",        "bool",
+    "str",          "Any",
+    "GraphModule",  "ConstQuantizerPtr"};
 
 // Python's augmented assignment operators: `__iand__` is the in-place form
 // of `__and__` (the same list torchgen uses to read dunder names).
 constexpr std::array<std::string_view, 11> kAugmentedAssignment = {
-    "add", "sub", "mul", "div", "mod", "pow", "lshift", "rshift", "and",
-    "xor", "or"};
+    "add",    "sub",    "mul", "div", "mod", "pow",
+    "lshift", "rshift", "and", "xor", "or"};
 
 bool isIdentStart(char c) {
   return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
@@ -87,7 +93,8 @@ class Parser {
     return pos_ + ahead < s_.size() ? s_[pos_ + ahead] : '\0';
   }
   void skipSpaces() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t')) ++pos_;
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t'))
+      ++pos_;
   }
   bool consume(std::string_view token) {
     if (s_.substr(pos_, token.size()) != token) return false;
@@ -101,7 +108,8 @@ class Parser {
   std::string identifier(std::string_view what) {
     if (!isIdentStart(peek())) fail("expected " + std::string(what));
     std::size_t start = pos_;
-    while (isIdentChar(peek())) ++pos_;
+    while (isIdentChar(peek()))
+      ++pos_;
     return std::string(s_.substr(start, pos_ - start));
   }
 
@@ -136,7 +144,8 @@ class Parser {
         set.emplace_back("*");
       } else if (std::islower(static_cast<unsigned char>(peek()))) {
         std::size_t start = pos_;
-        while (std::isalnum(static_cast<unsigned char>(peek()))) ++pos_;
+        while (std::isalnum(static_cast<unsigned char>(peek())))
+          ++pos_;
         set.emplace_back(s_.substr(start, pos_ - start));
       } else {
         fail("expected an alias set such as 'a' or 'a!'");
@@ -200,7 +209,8 @@ class Parser {
           if (s_[pos_] == '\\') ++pos_;
           ++pos_;
         }
-        if (pos_ >= s_.size()) failAt(open, "unterminated string in default value");
+        if (pos_ >= s_.size())
+          failAt(open, "unterminated string in default value");
         ++pos_;
         continue;
       }
@@ -213,7 +223,8 @@ class Parser {
       ++pos_;
     }
     std::size_t end = pos_;
-    while (end > start && s_[end - 1] == ' ') --end;
+    while (end > start && s_[end - 1] == ' ')
+      --end;
     if (end == start) failAt(start, "expected a default value after '='");
     return std::string(s_.substr(start, end - start));
   }
@@ -227,8 +238,8 @@ class Parser {
     bool kwarg_only = false;
     while (true) {
       skipSpaces();
-      if (peek() == '*' && (peek(1) == ',' || peek(1) == ')' ||
-                            peek(1) == ' ')) {
+      if (peek() == '*' &&
+          (peek(1) == ',' || peek(1) == ')' || peek(1) == ' ')) {
         if (kwarg_only) fail("duplicate '*' in the arguments");
         ++pos_;
         kwarg_only = true;
@@ -242,8 +253,8 @@ class Parser {
         }
         skipSpaces();
         std::size_t name_start = pos_;
-        arg.name = identifier("an argument name after type '" +
-                              arg.type.str() + "'");
+        arg.name =
+            identifier("an argument name after type '" + arg.type.str() + "'");
         skipSpaces();
         if (peek() == '=') {
           ++pos_;
@@ -377,11 +388,16 @@ std::string Return::str() const {
 
 std::string_view kindName(SchemaKind kind) {
   switch (kind) {
-    case SchemaKind::kFunctional: return "functional";
-    case SchemaKind::kInplace: return "inplace";
-    case SchemaKind::kOut: return "out";
-    case SchemaKind::kMutable: return "mutable";
-    case SchemaKind::kScratch: return "scratch";
+    case SchemaKind::kFunctional:
+      return "functional";
+    case SchemaKind::kInplace:
+      return "inplace";
+    case SchemaKind::kOut:
+      return "out";
+    case SchemaKind::kMutable:
+      return "mutable";
+    case SchemaKind::kScratch:
+      return "scratch";
   }
   return "functional";
 }
@@ -499,6 +515,8 @@ FunctionSchema parseFunctionSchema(std::string_view text) {
   return Parser(text).parseSchema();
 }
 
-Type parseType(std::string_view text) { return Parser(text).parseTypeOnly(); }
+Type parseType(std::string_view text) {
+  return Parser(text).parseTypeOnly();
+}
 
 }  // namespace accgen::schema

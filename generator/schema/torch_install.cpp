@@ -29,8 +29,10 @@ constexpr std::string_view kLocateScript =
     "import sys, os\n"
     "v = 'python%d.%d' % sys.version_info[:2]\n"
     "dirs = []\n"
-    "if sys.prefix == sys.base_prefix and not os.environ.get('PYTHONNOUSERSITE'):\n"
-    "    dirs.append(os.path.expanduser(os.path.join('~', '.local', 'lib', v, 'site-packages')))\n"
+    "if sys.prefix == sys.base_prefix and not "
+    "os.environ.get('PYTHONNOUSERSITE'):\n"
+    "    dirs.append(os.path.expanduser(os.path.join('~', '.local', 'lib', v, "
+    "'site-packages')))\n"
     "dirs.append(os.path.join(sys.prefix, 'lib', v, 'site-packages'))\n"
     "sys.path.extend(d for d in dirs if os.path.isdir(d))\n"
     "import importlib.util as u\n"
@@ -93,8 +95,8 @@ std::string versionFromText(const std::string& text) {
 TorchInstall findTorch() {
   const char* env = std::getenv("ACCGEN_PYTHON");
   std::string python = env && *env ? env : "python3";
-  std::string cmd = shellQuote(python) + " -S -c " +
-                    shellQuote(kLocateScript) + " 2>/dev/null";
+  std::string cmd = shellQuote(python) + " -S -c " + shellQuote(kLocateScript) +
+                    " 2>/dev/null";
   FILE* pipe = ::popen(cmd.c_str(), "r");
   if (!pipe) fail("cannot run Python ('" + python + "') to locate torch");
   std::string out;
@@ -113,8 +115,9 @@ TorchInstall findTorch() {
   std::getline(lines, torch_dir);
   std::getline(lines, torchgen_dir);
   if (torch_dir.empty()) {
-    fail("torch is not installed for '" + python +
-         "'; install torch or set ACCGEN_PYTHON to the interpreter that has it");
+    fail(
+        "torch is not installed for '" + python +
+        "'; install torch or set ACCGEN_PYTHON to the interpreter that has it");
   }
   TorchInstall t;
   t.torch_dir = torch_dir;
@@ -175,7 +178,8 @@ void scanHeader(const std::string& text, std::set<std::string>& out) {
     }
     line_start = false;
     if (c == '/' && i + 1 < n && text[i + 1] == '/') {
-      while (i < n && text[i] != '\n') ++i;
+      while (i < n && text[i] != '\n')
+        ++i;
       continue;
     }
     if (c == '/' && i + 1 < n && text[i + 1] == '*') {
@@ -197,10 +201,12 @@ void scanHeader(const std::string& text, std::set<std::string>& out) {
       continue;
     }
     std::size_t start = i;
-    while (i < n && isIdentChar(text[i])) ++i;
+    while (i < n && isIdentChar(text[i]))
+      ++i;
     if (std::string_view(text).substr(start, i - start) != kMacro) continue;
     std::size_t p = i;
-    while (p < n && std::isspace(static_cast<unsigned char>(text[p]))) ++p;
+    while (p < n && std::isspace(static_cast<unsigned char>(text[p])))
+      ++p;
     if (p >= n || text[p] != '(') continue;
     int depth = 0;
     std::size_t last_comma = std::string::npos, close = std::string::npos;
@@ -219,10 +225,12 @@ void scanHeader(const std::string& text, std::set<std::string>& out) {
     if (close == std::string::npos || last_comma == std::string::npos) break;
     std::string_view name =
         std::string_view(text).substr(last_comma + 1, close - last_comma - 1);
-    while (!name.empty() && std::isspace(static_cast<unsigned char>(name.front()))) {
+    while (!name.empty() &&
+           std::isspace(static_cast<unsigned char>(name.front()))) {
       name.remove_prefix(1);
     }
-    while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) {
+    while (!name.empty() &&
+           std::isspace(static_cast<unsigned char>(name.back()))) {
       name.remove_suffix(1);
     }
     if (!name.empty() && std::all_of(name.begin(), name.end(), isIdentChar)) {

@@ -34,10 +34,8 @@ INSTANTIATE_TEST_SUITE_P(
         MapCase{"Tensor[]", "at::TensorList"},
         MapCase{"Tensor(a)[]", "at::TensorList"},
         MapCase{"Tensor(a!)[]", "at::TensorList"},
-        MapCase{"Tensor?[]",
-                "const c10::List<::std::optional<at::Tensor>>&"},
-        MapCase{"int", "int64_t"},
-        MapCase{"int?", "::std::optional<int64_t>"},
+        MapCase{"Tensor?[]", "const c10::List<::std::optional<at::Tensor>>&"},
+        MapCase{"int", "int64_t"}, MapCase{"int?", "::std::optional<int64_t>"},
         MapCase{"int[]", "at::IntArrayRef"},
         MapCase{"int[2]", "at::IntArrayRef"},
         MapCase{"int[1]?", "at::OptionalIntArrayRef"},
@@ -52,8 +50,7 @@ INSTANTIATE_TEST_SUITE_P(
         MapCase{"float?", "::std::optional<double>"},
         MapCase{"float[]", "at::ArrayRef<double>"},
         MapCase{"float[]?", "::std::optional<at::ArrayRef<double>>"},
-        MapCase{"bool", "bool"},
-        MapCase{"bool?", "::std::optional<bool>"},
+        MapCase{"bool", "bool"}, MapCase{"bool?", "::std::optional<bool>"},
         MapCase{"bool[2]", "::std::array<bool, 2>"},
         MapCase{"bool[4]", "::std::array<bool, 4>"},
         MapCase{"str", "c10::string_view"},
@@ -76,15 +73,14 @@ INSTANTIATE_TEST_SUITE_P(
         MapCase{"Dimname", "at::Dimname"},
         MapCase{"Dimname[]", "at::DimnameList"},
         MapCase{"Dimname[]?", "::std::optional<at::DimnameList>"},
-        MapCase{"Storage", "at::Storage"},
-        MapCase{"Stream", "at::Stream"},
-        MapCase{"QScheme", "at::QScheme"},
-        MapCase{"SymBool", "c10::SymBool"}));
+        MapCase{"Storage", "at::Storage"}, MapCase{"Stream", "at::Stream"},
+        MapCase{"QScheme", "at::QScheme"}, MapCase{"SymBool", "c10::SymBool"}));
 
 class ReturnMappingTest : public ::testing::TestWithParam<MapCase> {};
 
 TEST_P(ReturnMappingTest, MapsToDispatcherReturnType) {
-  std::string schema = std::string("f(Tensor self) -> ") + GetParam().schema_type;
+  std::string schema =
+      std::string("f(Tensor self) -> ") + GetParam().schema_type;
   EXPECT_EQ(returnsCppType(parseFunctionSchema(schema).returns).text,
             GetParam().cpp);
 }
@@ -92,8 +88,7 @@ TEST_P(ReturnMappingTest, MapsToDispatcherReturnType) {
 INSTANTIATE_TEST_SUITE_P(
     AllReturns, ReturnMappingTest,
     ::testing::Values(
-        MapCase{"()", "void"},
-        MapCase{"Tensor", "at::Tensor"},
+        MapCase{"()", "void"}, MapCase{"Tensor", "at::Tensor"},
         MapCase{"Tensor(a)", "at::Tensor"},
         MapCase{"Tensor(a!)", "at::Tensor&"},
         MapCase{"Tensor?", "::std::optional<at::Tensor>"},
@@ -106,13 +101,10 @@ INSTANTIATE_TEST_SUITE_P(
                 "::std::tuple<at::Tensor, ::std::vector<at::Tensor>>"},
         MapCase{"(Tensor, Tensor, float, int)",
                 "::std::tuple<at::Tensor, at::Tensor, double, int64_t>"},
-        MapCase{"int", "int64_t"},
-        MapCase{"float", "double"},
-        MapCase{"bool", "bool"},
-        MapCase{"Scalar", "at::Scalar"},
+        MapCase{"int", "int64_t"}, MapCase{"float", "double"},
+        MapCase{"bool", "bool"}, MapCase{"Scalar", "at::Scalar"},
         MapCase{"ScalarType", "at::ScalarType"},
-        MapCase{"QScheme", "at::QScheme"},
-        MapCase{"SymInt", "c10::SymInt"},
+        MapCase{"QScheme", "at::QScheme"}, MapCase{"SymInt", "c10::SymInt"},
         MapCase{"SymBool", "c10::SymBool"},
         MapCase{"SymInt[]", "::std::vector<c10::SymInt>"},
         MapCase{"int[]", "::std::vector<int64_t>"}));
@@ -162,8 +154,8 @@ TEST(CppSignature, OptionsOfTheEntry) {
             "::std::optional<at::MemoryFormat>)");
 
   // Structured entries take tensor lists as ITensorListRef (cat).
-  FunctionSchema cat = parseFunctionSchema(
-      "cat(Tensor[] tensors, int dim=0) -> Tensor");
+  FunctionSchema cat =
+      parseFunctionSchema("cat(Tensor[] tensors, int dim=0) -> Tensor");
   SignatureOptions ilist;
   ilist.ilistref_for_tensor_lists = true;
   EXPECT_EQ(dispatcherSignature(cat, ilist).paramTypes(),
@@ -182,10 +174,13 @@ TEST(CppSignature, OptionsOfTheEntry) {
 TEST(CppSignature, UnmappableTypesAreErrors) {
   EXPECT_THROW(argumentCppType(parseType("bool[]")), SchemaParseError);
   EXPECT_THROW(argumentCppType(parseType("Any")), SchemaParseError);
-  EXPECT_THROW(returnsCppType(parseFunctionSchema("f(Tensor self) -> Tensor(a!)[]").returns),
-               SchemaParseError);
-  EXPECT_THROW(returnsCppType(parseFunctionSchema("f(Tensor self) -> int[2]").returns),
-               SchemaParseError);
+  EXPECT_THROW(
+      returnsCppType(
+          parseFunctionSchema("f(Tensor self) -> Tensor(a!)[]").returns),
+      SchemaParseError);
+  EXPECT_THROW(
+      returnsCppType(parseFunctionSchema("f(Tensor self) -> int[2]").returns),
+      SchemaParseError);
   try {
     argumentCppType(parseType("bool[]"));
   } catch (const SchemaParseError& e) {

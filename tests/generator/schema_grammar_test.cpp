@@ -123,7 +123,8 @@ TEST(SchemaGrammar, NoOverloadAndEmptyReturns) {
   EXPECT_TRUE(s.returns.empty());
   EXPECT_EQ(s.str(), "_backward(Tensor self, Tensor[] inputs) -> ()");
 
-  FunctionSchema none = parseFunctionSchema("_cufft_clear_plan_cache(DeviceIndex device_index) -> ()");
+  FunctionSchema none = parseFunctionSchema(
+      "_cufft_clear_plan_cache(DeviceIndex device_index) -> ()");
   EXPECT_EQ(none.arguments[0].type.base, "DeviceIndex");
 }
 
@@ -162,7 +163,8 @@ TEST(SchemaGrammar, NamedAndTupleReturns) {
 
 TEST(SchemaGrammar, Defaults) {
   FunctionSchema s = parseFunctionSchema(
-      "f(Tensor self, int[2] dim=[-2,-1], int[] pad=[0, 1, 2], str mode='linear', "
+      "f(Tensor self, int[2] dim=[-2,-1], int[] pad=[0, 1, 2], str "
+      "mode='linear', "
       "str q=\"\\\"'\\\\\", str e='', float eps=1e-05, int neg=-100, "
       "Tensor? w=None, bool b=True, ScalarType? dtype=None, "
       "MemoryFormat m=contiguous_format, str? sep='a, b') -> Tensor");
@@ -196,13 +198,19 @@ TEST(SchemaGrammar, KwargOnlyWithoutOut) {
 }
 
 TEST(SchemaGrammar, InplaceNames) {
-  EXPECT_TRUE(parseFunctionSchema("add_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)").isInplace());
-  EXPECT_FALSE(parseFunctionSchema("__and__.Tensor(Tensor self, Tensor other) -> Tensor").isInplace());
+  EXPECT_TRUE(parseFunctionSchema(
+                  "add_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)")
+                  .isInplace());
+  EXPECT_FALSE(
+      parseFunctionSchema("__and__.Tensor(Tensor self, Tensor other) -> Tensor")
+          .isInplace());
   FunctionSchema iand = parseFunctionSchema(
       "__iand__.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)");
   EXPECT_TRUE(iand.isInplace());
   EXPECT_EQ(iand.baseName(), "__and__");
-  EXPECT_EQ(parseFunctionSchema("relu_(Tensor(a!) self) -> Tensor(a!)").baseName(), "relu");
+  EXPECT_EQ(
+      parseFunctionSchema("relu_(Tensor(a!) self) -> Tensor(a!)").baseName(),
+      "relu");
   // A dunder that is not an augmented assignment keeps its name.
   EXPECT_FALSE(parseFunctionSchema("__init__(Tensor self) -> ()").isInplace());
 }
@@ -217,36 +225,50 @@ TEST(SchemaGrammar, Kinds) {
                 "observer_on, Tensor(a!) running_min) -> (Tensor, Tensor)")
                 .kind(),
             SchemaKind::kMutable);
-  EXPECT_EQ(parseFunctionSchema(
-                "_f.out(Tensor self, *, Tensor(a!) out, Tensor(b!) "
-                "_scratch_x) -> Tensor(a!)")
-                .kind(),
-            SchemaKind::kScratch);
+  EXPECT_EQ(
+      parseFunctionSchema("_f.out(Tensor self, *, Tensor(a!) out, Tensor(b!) "
+                          "_scratch_x) -> Tensor(a!)")
+          .kind(),
+      SchemaKind::kScratch);
   // A written argument before `self` does not make the schema mutable
   // (torchgen looks only after self).
-  EXPECT_EQ(parseFunctionSchema("h(Tensor(a!) x, Tensor self) -> Tensor").kind(),
-            SchemaKind::kFunctional);
+  EXPECT_EQ(
+      parseFunctionSchema("h(Tensor(a!) x, Tensor self) -> Tensor").kind(),
+      SchemaKind::kFunctional);
   EXPECT_EQ(kindName(SchemaKind::kOut), "out");
 }
 
 TEST(SchemaGrammar, SignatureGroupsVariants) {
   std::string functional =
-      parseFunctionSchema("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor").signature();
-  std::string inplace =
-      parseFunctionSchema("add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)").signature();
-  std::string out =
-      parseFunctionSchema("add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)").signature();
-  EXPECT_EQ(functional, "add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
+      parseFunctionSchema(
+          "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor")
+          .signature();
+  std::string inplace = parseFunctionSchema(
+                            "add_.Tensor(Tensor(a!) self, Tensor other, *, "
+                            "Scalar alpha=1) -> Tensor(a!)")
+                            .signature();
+  std::string out = parseFunctionSchema(
+                        "add.out(Tensor self, Tensor other, *, Scalar alpha=1, "
+                        "Tensor(a!) out) -> Tensor(a!)")
+                        .signature();
+  EXPECT_EQ(functional,
+            "add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
   EXPECT_EQ(inplace, functional);
   EXPECT_EQ(out, functional);
   // A different argument list is a different group.
-  EXPECT_NE(parseFunctionSchema("add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor").signature(),
-            functional);
+  EXPECT_NE(
+      parseFunctionSchema(
+          "add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor")
+          .signature(),
+      functional);
   // Return names are dropped; the `_functional` suffix is dropped.
-  EXPECT_EQ(parseFunctionSchema("m.dim(Tensor self) -> (Tensor values, Tensor indices)").signature(),
+  EXPECT_EQ(parseFunctionSchema(
+                "m.dim(Tensor self) -> (Tensor values, Tensor indices)")
+                .signature(),
             "m(Tensor self) -> (Tensor, Tensor)");
-  EXPECT_EQ(parseFunctionSchema("g_functional(Tensor self) -> Tensor").signature(),
-            "g(Tensor self) -> Tensor");
+  EXPECT_EQ(
+      parseFunctionSchema("g_functional(Tensor self) -> Tensor").signature(),
+      "g(Tensor self) -> Tensor");
 }
 
 struct BadSchema {
@@ -274,22 +296,35 @@ INSTANTIATE_TEST_SUITE_P(
     SchemaErrors, MalformedSchemaTest,
     ::testing::Values(
         BadSchema{"", 0, "expected an operator name"},
-        BadSchema{"add Tensor self) -> Tensor", 4, "expected '(' after the operator name"},
-        BadSchema{"add.(Tensor self) -> Tensor", 4, "expected an overload name"},
+        BadSchema{"add Tensor self) -> Tensor", 4,
+                  "expected '(' after the operator name"},
+        BadSchema{"add.(Tensor self) -> Tensor", 4,
+                  "expected an overload name"},
         BadSchema{"add(Tenser self) -> Tensor", 4, "unknown type 'Tenser'"},
-        BadSchema{"add(Tensor) -> Tensor", 10, "expected a space and an argument name"},
-        BadSchema{"add(Tensor self -> Tensor", 16, "expected ',' or ')' after an argument"},
+        BadSchema{"add(Tensor) -> Tensor", 10,
+                  "expected a space and an argument name"},
+        BadSchema{"add(Tensor self -> Tensor", 16,
+                  "expected ',' or ')' after an argument"},
         BadSchema{"add(Tensor self)", 16, "expected '->' after the arguments"},
-        BadSchema{"add(Tensor self) -> Tensor junk extra", 32, "unexpected text after the returns"},
-        BadSchema{"add(Tensor self) -> (Tensor, Tensor", 35, "expected ',' or ')' in the returns"},
-        BadSchema{"add(Tensor(a! self) -> Tensor", 14, "expected ')' to close the alias annotation"},
+        BadSchema{"add(Tensor self) -> Tensor junk extra", 32,
+                  "unexpected text after the returns"},
+        BadSchema{"add(Tensor self) -> (Tensor, Tensor", 35,
+                  "expected ',' or ')' in the returns"},
+        BadSchema{"add(Tensor(a! self) -> Tensor", 14,
+                  "expected ')' to close the alias annotation"},
         BadSchema{"add(Tensor() self) -> Tensor", 11, "expected an alias set"},
-        BadSchema{"add(int[2 self) -> Tensor", 9, "expected ']' to close the list type"},
-        BadSchema{"add(str s='abc) -> Tensor", 10, "unterminated string in default value"},
-        BadSchema{"add(int x=, int y) -> Tensor", 10, "expected a default value after '='"},
-        BadSchema{"add(Tensor self, *, *, int x) -> Tensor", 20, "duplicate '*'"},
-        BadSchema{"add(Tensor self, int self) -> Tensor", 21, "duplicate argument 'self'"},
-        BadSchema{"add(Tensor self, *, Tensor(a!) out, int x) -> Tensor", 36, "cannot follow the out arguments"},
+        BadSchema{"add(int[2 self) -> Tensor", 9,
+                  "expected ']' to close the list type"},
+        BadSchema{"add(str s='abc) -> Tensor", 10,
+                  "unterminated string in default value"},
+        BadSchema{"add(int x=, int y) -> Tensor", 10,
+                  "expected a default value after '='"},
+        BadSchema{"add(Tensor self, *, *, int x) -> Tensor", 20,
+                  "duplicate '*'"},
+        BadSchema{"add(Tensor self, int self) -> Tensor", 21,
+                  "duplicate argument 'self'"},
+        BadSchema{"add(Tensor self, *, Tensor(a!) out, int x) -> Tensor", 36,
+                  "cannot follow the out arguments"},
         BadSchema{"add(Tensor self) -> ", 20, "expected a type"}));
 
 TEST(SchemaGrammar, ParseTypeRejectsTrailingText) {

@@ -141,9 +141,9 @@ TEST(SchemaRegistry, KernelFacts) {
   EXPECT_FALSE(fn("zeros_like").hasCompositeImplicitAutograd());
 
   EXPECT_TRUE(reg.hasCpuKernel(fn("relu")));
-  EXPECT_TRUE(reg.hasCpuKernel(fn("zeros_like")));      // CompositeExplicit
-  EXPECT_TRUE(reg.hasCpuKernel(fn("add.out")));         // ufunc_inner_loop
-  EXPECT_TRUE(reg.hasCpuKernel(fn("add.Tensor")));      // via its delegate
+  EXPECT_TRUE(reg.hasCpuKernel(fn("zeros_like")));  // CompositeExplicit
+  EXPECT_TRUE(reg.hasCpuKernel(fn("add.out")));     // ufunc_inner_loop
+  EXPECT_TRUE(reg.hasCpuKernel(fn("add.Tensor")));  // via its delegate
   EXPECT_FALSE(fn("add.Tensor").hasCpuKernelDirect());
   EXPECT_FALSE(reg.hasCpuKernel(fn("_nested_view")));
   EXPECT_FALSE(reg.hasCpuKernel(fn("flatten.using_ints")));
@@ -212,8 +212,8 @@ INSTANTIATE_TEST_SUITE_P(
     NativeFunctionsErrors, MalformedFileTest,
     ::testing::Values(
         // Column of the bad character inside the schema on its line.
-        BadFile{"schema", "- func: add(Tenser self) -> Tensor\n", "nf.yaml:1:13",
-                "invalid schema: unknown type 'Tenser'"},
+        BadFile{"schema", "- func: add(Tenser self) -> Tensor\n",
+                "nf.yaml:1:13", "invalid schema: unknown type 'Tenser'"},
         BadFile{"schema_line3",
                 "# c\n\n- func: relu(Tensor self) -> Tensor junk extra\n",
                 "nf.yaml:3:42", "unexpected text after the returns"},
@@ -222,7 +222,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadFile{"duplicate_op",
                 "- func: relu(Tensor self) -> Tensor\n"
                 "- func: relu(Tensor self) -> Tensor\n",
-                "nf.yaml:2:3", "duplicate operator 'relu' (first defined at line 1)"},
+                "nf.yaml:2:3",
+                "duplicate operator 'relu' (first defined at line 1)"},
         BadFile{"bad_bool",
                 "- func: relu(Tensor self) -> Tensor\n  structured: Yes\n",
                 "nf.yaml:2:15", "expected True or False for 'structured'"},
@@ -233,20 +234,19 @@ INSTANTIATE_TEST_SUITE_P(
                 "- func: relu(Tensor self) -> Tensor\n  tags: a\n     "
                 "variants: function\n",
                 "nf.yaml:3:6", "unexpected indentation"},
-        BadFile{"unknown_delegate",
-                "- func: relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)\n"
-                "- func: relu(Tensor self) -> Tensor\n"
-                "  structured_delegate: relu.ot\n",
-                "nf.yaml:2:3", "did you mean 'relu.out'?"},
-        BadFile{"unterminated_quote",
-                "- func: \"relu(Tensor self) -> Tensor\n", "nf.yaml:1:9",
-                "unterminated quoted scalar"},
+        BadFile{
+            "unknown_delegate",
+            "- func: relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)\n"
+            "- func: relu(Tensor self) -> Tensor\n"
+            "  structured_delegate: relu.ot\n",
+            "nf.yaml:2:3", "did you mean 'relu.out'?"},
+        BadFile{"unterminated_quote", "- func: \"relu(Tensor self) -> Tensor\n",
+                "nf.yaml:1:9", "unterminated quoted scalar"},
         BadFile{"unclosed_flow",
                 "- func: relu(Tensor self) -> Tensor\n  tags: [a, b\n",
                 "nf.yaml:2:9", "expected ']'"},
-        BadFile{"tab",
-                "- func: relu(Tensor self) -> Tensor\n\ttags: a\n", "nf.yaml:2:1",
-                "tabs are not allowed"},
+        BadFile{"tab", "- func: relu(Tensor self) -> Tensor\n\ttags: a\n",
+                "nf.yaml:2:1", "tabs are not allowed"},
         BadFile{"dispatch_not_map",
                 "- func: relu(Tensor self) -> Tensor\n  dispatch: CPU\n",
                 "nf.yaml:2:13", "expected a mapping of dispatch keys"},
@@ -260,7 +260,8 @@ TEST(SchemaRegistry, MissingFileIsAnInputError) {
     FAIL();
   } catch (const AccgenError& e) {
     EXPECT_EQ(e.code(), ExitCode::kInvalidInput);
-    EXPECT_NE(std::string(e.what()).find("/nonexistent/native_functions.yaml: error:"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "/nonexistent/native_functions.yaml: error:"),
               std::string::npos);
   }
 }
@@ -286,7 +287,8 @@ TEST(InstalledTorch, FindTorchLocatesEverything) {
   EXPECT_TRUE(fs::is_directory(t.torch_dir)) << t.torch_dir;
   EXPECT_TRUE(fs::exists(fs::path(t.torch_dir) / "__init__.py"));
   EXPECT_EQ(fs::path(t.torch_dir).parent_path(), fs::path(t.site_packages));
-  EXPECT_TRUE(fs::exists(fs::path(t.include_dir) / "ATen" / "core" / "Tensor.h"));
+  EXPECT_TRUE(
+      fs::exists(fs::path(t.include_dir) / "ATen" / "core" / "Tensor.h"));
   EXPECT_TRUE(fs::exists(t.native_functions_yaml));
   // The version agrees with the wheel's installed metadata, which the
   // locator does not read.
@@ -328,7 +330,8 @@ TEST(InstalledTorch, FindTorchErrorsAreClear) {
       FAIL();
     } catch (const AccgenError& e) {
       EXPECT_EQ(e.code(), ExitCode::kInvalidInput);
-      EXPECT_NE(std::string(e.what()).find("cannot run Python"), std::string::npos)
+      EXPECT_NE(std::string(e.what()).find("cannot run Python"),
+                std::string::npos)
           << e.what();
     }
   }
@@ -347,7 +350,8 @@ TEST(InstalledTorch, FindTorchErrorsAreClear) {
       findTorch();
       FAIL();
     } catch (const AccgenError& e) {
-      EXPECT_NE(std::string(e.what()).find("torch is not installed"), std::string::npos)
+      EXPECT_NE(std::string(e.what()).find("torch is not installed"),
+                std::string::npos)
           << e.what();
     }
   }
@@ -359,7 +363,8 @@ TEST(InstalledTorch, EveryEntryParsesAndMaps) {
   auto start = std::chrono::steady_clock::now();
   SchemaRegistry reg = SchemaRegistry::load(path);
   double ms = std::chrono::duration<double, std::milli>(
-                  std::chrono::steady_clock::now() - start).count();
+                  std::chrono::steady_clock::now() - start)
+                  .count();
   RecordProperty("load_ms", std::to_string(ms));
   std::cout << "[ info ] loaded " << reg.functions().size() << " entries in "
             << ms << " ms\n";
@@ -421,19 +426,23 @@ TEST(InstalledTorch, ScannerAgreesWithYamlCpp) {
       }
     }
     EXPECT_EQ(fn.dispatch, dispatch) << fn.schema.text;
-    EXPECT_EQ(fn.has_dispatch, static_cast<bool>(e["dispatch"])) << fn.schema.text;
+    EXPECT_EQ(fn.has_dispatch, static_cast<bool>(e["dispatch"]))
+        << fn.schema.text;
 
     std::vector<std::string> tags;
     if (e["tags"]) {
       if (e["tags"].IsSequence()) {
-        for (const auto& t : e["tags"]) tags.push_back(t.as<std::string>());
+        for (const auto& t : e["tags"])
+          tags.push_back(t.as<std::string>());
       } else {
         tags.push_back(e["tags"].as<std::string>());
       }
     }
     EXPECT_EQ(fn.tags, tags) << fn.schema.text;
     EXPECT_EQ(fn.structured_delegate,
-              e["structured_delegate"] ? e["structured_delegate"].as<std::string>() : "")
+              e["structured_delegate"]
+                  ? e["structured_delegate"].as<std::string>()
+                  : "")
         << fn.schema.text;
     EXPECT_EQ(fn.structured, e["structured"] && e["structured"].as<bool>())
         << fn.schema.text;
@@ -451,7 +460,8 @@ TEST(DispatchStubs, FindsStubsOfTheInstalledTorch) {
   auto start = std::chrono::steady_clock::now();
   std::set<std::string> stubs = findDispatchStubs(torch().include_dir);
   double ms = std::chrono::duration<double, std::milli>(
-                  std::chrono::steady_clock::now() - start).count();
+                  std::chrono::steady_clock::now() - start)
+                  .count();
   std::cout << "[ info ] " << stubs.size() << " stubs in " << ms << " ms\n";
   EXPECT_TRUE(stubs.contains("abs_stub"));
   EXPECT_TRUE(stubs.contains("add_stub"));
@@ -464,7 +474,8 @@ TEST(DispatchStubs, FindsStubsOfTheInstalledTorch) {
 }
 
 TEST(DispatchStubs, ParsesTheMacroLikeThePreprocessor) {
-  fs::path root = fs::temp_directory_path() / "accgen_stub_scan" / "ATen" / "native";
+  fs::path root =
+      fs::temp_directory_path() / "accgen_stub_scan" / "ATen" / "native";
   fs::create_directories(root / "cpu");
   {
     std::ofstream out(root / "Ops.h");
@@ -472,7 +483,8 @@ TEST(DispatchStubs, ParsesTheMacroLikeThePreprocessor) {
            "// DECLARE_DISPATCH(fn_type, commented_stub)\n"
            "/* DECLARE_DISPATCH(fn_type, block_commented_stub) */\n"
            "const char* s = \"DECLARE_DISPATCH(fn, string_stub)\";\n"
-           "DECLARE_DISPATCH(void(*)(TensorIterator&, const Scalar&), paren_stub)\n"
+           "DECLARE_DISPATCH(void(*)(TensorIterator&, const Scalar&), "
+           "paren_stub)\n"
            "DECLARE_DISPATCH(\n    multi_fn,\n    multi_line_stub)\n"
            "MY_DECLARE_DISPATCH(fn, other_macro_stub)\n";
   }

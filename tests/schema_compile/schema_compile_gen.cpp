@@ -73,7 +73,8 @@ std::string shardText(const std::vector<const NativeFunction*>& fns,
                       const std::vector<const NativeFunction*>& typecheck_only,
                       int shard) {
   std::set<std::string> headers;
-  for (const auto* fn : fns) headers.insert(opsHeaderRoot(fn->schema));
+  for (const auto* fn : fns)
+    headers.insert(opsHeaderRoot(fn->schema));
   for (const auto* fn : typecheck_only) {
     headers.insert(opsHeaderRoot(fn->schema));
   }
@@ -84,7 +85,8 @@ std::string shardText(const std::vector<const NativeFunction*>& fns,
      << "#include <ATen/core/List.h>\n"
      << "#include <ATen/core/Tensor.h>\n"
      << "#include <torch/library.h>\n\n";
-  for (const auto& h : headers) os << "#include <ATen/ops/" << h << "_ops.h>\n";
+  for (const auto& h : headers)
+    os << "#include <ATen/ops/" << h << "_ops.h>\n";
   os << "\nnamespace {\n\n"
      << "[[noreturn]] void notAKernel(const char* op) {\n"
      << "  TORCH_CHECK(false, \"schema_compile: \", op,\n"
@@ -127,8 +129,10 @@ std::string shardText(const std::vector<const NativeFunction*>& fns,
 
 int main(int argc, char** argv) {
   std::map<std::string, std::string> args;
-  for (int i = 1; i + 1 < argc; i += 2) args[argv[i]] = argv[i + 1];
-  for (const char* required : {"--schemas", "--out", "--shards", "--ops-list"}) {
+  for (int i = 1; i + 1 < argc; i += 2)
+    args[argv[i]] = argv[i + 1];
+  for (const char* required :
+       {"--schemas", "--out", "--shards", "--ops-list"}) {
     if (!args.contains(required)) {
       std::cerr << "usage: schema_compile_gen --schemas FILE --out DIR "
                    "--shards N --ops-list FILE\n";
@@ -163,16 +167,19 @@ int main(int argc, char** argv) {
                                                 all.begin() + end);
     };
     for (int k = 0; k < shards; ++k) {
-      writeIfChanged(out / ("shard_" + std::to_string(k) + ".cpp"),
-                     shardText(slice(selected, k), slice(typecheck_only, k), k));
+      writeIfChanged(
+          out / ("shard_" + std::to_string(k) + ".cpp"),
+          shardText(slice(selected, k), slice(typecheck_only, k), k));
     }
     std::string list;
-    for (const auto* fn : selected) list += "aten::" + fn->schema.fullName() + "\n";
+    for (const auto* fn : selected)
+      list += "aten::" + fn->schema.fullName() + "\n";
     writeIfChanged(args["--ops-list"], list);
     std::cout << "schema_compile_gen: " << reg.functions().size()
               << " functions type-checked, " << selected.size()
-              << " registered in " << shards << " shards; not registered: "
-              << composite_implicit << " CompositeImplicitAutograd, " << manual
+              << " registered in " << shards
+              << " shards; not registered: " << composite_implicit
+              << " CompositeImplicitAutograd, " << manual
               << " manual_kernel_registration\n";
   } catch (const std::exception& e) {
     std::cerr << e.what() << "\n";
