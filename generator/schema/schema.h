@@ -330,7 +330,8 @@ struct CppType {
 struct Binding {
   std::string name;
   CppType type;
-  /// The schema argument it comes from.
+  /// The schema argument it comes from; points into the FunctionSchema the
+  /// signature was made from, so it is valid as long as that schema is.
   const Argument* argument = nullptr;
 
   /// "const at::Tensor& self".
