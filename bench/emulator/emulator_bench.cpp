@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -95,27 +96,43 @@ Stats latency(int reps, Body&& body) {
   return stats(samples);
 }
 
-// The measurements that depend on the access guard.
-struct GuardFigures {
-  Stats touch;       // launch + synchronize of a kernel touching one buffer
-  Stats small_copy;  // 4-byte D2H copy
-};
+// The measurements that depend on the access guard: launch + synchronize
+// of a kernel touching one fully populated buffer of each size (mprotect
+// cost grows with the populated page-table entries), then a 4-byte
+// device-to-host copy.
+constexpr size_t kGuardSizes[] = {size_t{4} << 10, size_t{256} << 10,
+                                  size_t{64} << 20};
+constexpr const char* kGuardLabels[] = {
+    "launch + sync, kernel touching 4 KiB buffer",
+    "launch + sync, kernel touching 256 KiB buffer",
+    "launch + sync, kernel touching 64 MiB buffer", "accMemcpy D2H of 4 bytes"};
+constexpr size_t kGuardFigures = std::size(kGuardLabels);
 
-GuardFigures measureGuard(const Options& options) {
+std::vector<double> measureGuard(const Options& options) {
+  std::vector<double> medians;
+  for (size_t size : kGuardSizes) {
+    void* dev = nullptr;
+    check(accMalloc(&dev, size), "accMalloc");
+    check(accMemset(dev, 0, size), "accMemset");
+    const void* buffers[] = {dev};
+    medians.push_back(
+        latency(options.latency_reps / 4, [&] {
+          check(accLaunchKernel(nullptr, touchKernel, dev, buffers, 1),
+                "launch");
+          check(accStreamSynchronize(nullptr), "synchronize");
+        }).p50);
+    check(accFree(dev), "accFree");
+  }
   void* dev = nullptr;
-  check(accMalloc(&dev, 1 << 20), "accMalloc");
-  const void* buffers[] = {dev};
-  GuardFigures figures;
-  figures.touch = latency(options.latency_reps, [&] {
-    check(accLaunchKernel(nullptr, touchKernel, dev, buffers, 1), "launch");
-    check(accStreamSynchronize(nullptr), "synchronize");
-  });
+  check(accMalloc(&dev, 4096), "accMalloc");
   int value = 0;
-  figures.small_copy = latency(options.latency_reps, [&] {
-    check(accMemcpy(&value, dev, sizeof(value), accMemcpyDeviceToHost), "copy");
-  });
+  medians.push_back(
+      latency(options.latency_reps, [&] {
+        check(accMemcpy(&value, dev, sizeof(value), accMemcpyDeviceToHost),
+              "copy");
+      }).p50);
   check(accFree(dev), "accFree");
-  return figures;
+  return medians;
 }
 
 void printRow(const char* name, double value, const char* unit,
@@ -146,8 +163,9 @@ int main(int argc, char** argv) {
 
   if (guard_only) {
     // Child mode: print the guard-dependent figures for the parent.
-    const GuardFigures figures = measureGuard(options);
-    std::printf("%f %f\n", figures.touch.p50, figures.small_copy.p50);
+    for (double median : measureGuard(options)) {
+      std::printf("%f\n", median);
+    }
     return 0;
   }
 
@@ -239,27 +257,27 @@ int main(int argc, char** argv) {
   printRow("accMalloc + accFree 1 MiB, median", alloc.p50, "us");
 
   // ---------------------------------------------------------------- guard
-  const GuardFigures here = measureGuard(options);
+  const std::vector<double> here = measureGuard(options);
   std::string command = "ACCGEN_EMU_PROTECT=0 '";
   command += argv[0];
   command += "' --guard-only";
   if (options.latency_reps != Options().latency_reps) {
     command += " --quick";
   }
-  double off_touch = -1;
-  double off_copy = -1;
+  std::vector<double> off(kGuardFigures, -1.0);
   if (FILE* child = popen(command.c_str(), "r")) {
-    if (std::fscanf(child, "%lf %lf", &off_touch, &off_copy) != 2) {
-      off_touch = off_copy = -1;
+    for (double& value : off) {
+      if (std::fscanf(child, "%lf", &value) != 1) {
+        value = -1.0;
+      }
     }
     pclose(child);
   }
-  std::printf("\n%-44s %10s %10s %10s\n", "access guard (median)", "this run",
+  std::printf("\n%-48s %10s %10s %10s\n", "access guard (median)", "this run",
               "guard off", "cost");
-  std::printf("%-44s %8.2f us %8.2f us %8.2f us\n",
-              "launch + sync, kernel touching one buffer", here.touch.p50,
-              off_touch, here.touch.p50 - off_touch);
-  std::printf("%-44s %8.2f us %8.2f us %8.2f us\n", "accMemcpy D2H of 4 bytes",
-              here.small_copy.p50, off_copy, here.small_copy.p50 - off_copy);
+  for (size_t i = 0; i < kGuardFigures; ++i) {
+    std::printf("%-48s %7.2f us %7.2f us %7.2f us\n", kGuardLabels[i], here[i],
+                off[i], here[i] - off[i]);
+  }
   return 0;
 }
