@@ -14,7 +14,8 @@
  *  - a NULL accStream_t means the default stream of the current device;
  *  - errors raised inside a launched kernel are sticky on their stream and are
  *    returned by the next accStreamSynchronize / accStreamQuery on it (and by
- *    accDeviceSynchronize).
+ *    accDeviceSynchronize, and by a synchronous accMemcpy / accMemset for the
+ *    current device's default stream); once returned they are cleared.
  *
  * docs/driver-interface.md documents each function in prose.
  */
@@ -57,7 +58,8 @@ typedef struct accInitParams {
 } accInitParams;
 
 /* Optional; must come before any other call except the error-string ones,
- * otherwise it returns accErrorNotInitialized and changes nothing. */
+ * otherwise it returns accErrorNotInitialized and changes nothing. NULL or a
+ * negative device count is accErrorInvalidValue. */
 accError_t accInit(const accInitParams* params);
 
 /* ----------------------------------------------------------------- devices */
@@ -102,8 +104,9 @@ typedef struct accPointerAttributes {
 
 /* Device memory on the current device. A zero size yields NULL and success. */
 accError_t accMalloc(void** ptr, size_t size);
-/* Frees device memory; NULL is a no-op; unknown or freed pointers are
- * accErrorInvalidValue. Waits for pending work on the device first. */
+/* Frees device memory; NULL is a no-op; unknown or freed pointers (and
+ * pointers into the middle of an allocation) are accErrorInvalidValue. Waits
+ * for pending work on the allocation's device first. */
 accError_t accFree(void* ptr);
 accError_t accMallocHost(void** ptr, size_t size);
 accError_t accFreeHost(void* ptr);
@@ -118,7 +121,9 @@ accError_t accMemsetAsync(void* dev_ptr, int value, size_t count,
                           accStream_t stream);
 /* Copies `count` bytes; the kind must match the pointers (a device pointer
  * where the kind says host is accErrorInvalidValue). Device-to-device works
- * within a device and across devices. */
+ * within a device and across devices. The async form is truly asynchronous
+ * for device and pinned memory; ordinary (pageable) host memory is consumed
+ * (source) or filled (destination) before it returns, as with CUDA. */
 accError_t accMemcpy(void* dst, const void* src, size_t count,
                      accMemcpyKind kind);
 accError_t accMemcpyAsync(void* dst, const void* src, size_t count,
@@ -128,7 +133,9 @@ accError_t accMemcpyAsync(void* dst, const void* src, size_t count,
 
 typedef struct accEvent_st* accEvent_t;
 
-/* Lower numbers are higher priorities, as in CUDA: greatest <= least. */
+/* Lower numbers are higher priorities, as in CUDA: greatest <= least.
+ * accStreamCreateWithPriority takes flags 0 and clamps the priority into the
+ * range. */
 accError_t accDeviceGetStreamPriorityRange(int* least, int* greatest);
 accError_t accStreamCreate(accStream_t* stream);
 accError_t accStreamCreateWithPriority(accStream_t* stream, unsigned flags,
@@ -153,7 +160,8 @@ typedef accError_t (*accKernelFn_t)(void* user_data);
 /* Enqueues `fn(user_data)` on `stream` and returns at once. For its duration
  * the kernel may read and write the device allocations that hold the
  * `num_buffers` pointers in `buffers` (and no others): see Note [Device
- * memory access] in docs/driver-interface.md. */
+ * memory access] in docs/driver-interface.md. NULL entries are skipped; a
+ * pointer that is not in any allocation is accErrorInvalidValue. */
 accError_t accLaunchKernel(accStream_t stream, accKernelFn_t fn,
                            void* user_data, const void* const* buffers,
                            size_t num_buffers);
