@@ -42,18 +42,25 @@ int64_t nowNs() {
       .count();
 }
 
-// Note [Spinning on a busy machine]: a waiting thread first spins with a
-// pause instruction, which answers in well under a microsecond when the
-// other side runs on another core. Past kPauseNs it keeps polling but yields
-// the core between polls: when the machine is oversubscribed (2 cores shared
-// with compilers, OpenMP kernels) the thread it waits for may be queued
-// behind it on the same core, and a pure spin would hold that thread off for
-// the whole budget. After `spin_ns` it blocks.
-constexpr int64_t kPauseNs = 3'000;
+// Note [Spinning on a busy machine]: a thread waiting for the other side of
+// a stream polls before it blocks, for at most Config::spin_ns. When both
+// sides run on cores of their own, a pause-instruction spin sees the other
+// side within a fraction of a microsecond. But on an oversubscribed machine
+// (2 cores shared with compilers and OpenMP kernels) the two often share one
+// core, and then every microsecond one of them spins is a microsecond the
+// other cannot run: a pure 3 us spin on both sides made launch + synchronize
+// take about 10 us instead of 0.3 us. So a synchronizing host thread spins
+// with pause for only kWaiterPauseNs, then polls with sched_yield, which
+// hands the core to the worker if it shares it and returns at once if not;
+// the worker, which has just completed an item and so has likely just woken
+// the thread that waits for it, yields from the start.
+constexpr int64_t kWaiterPauseNs = 1'000;
+constexpr int64_t kWorkerPauseNs = 0;
 
-// Spins until `ready()` or `spin_ns` elapsed; true if ready.
+// Polls `ready()`: with pause for `pause_ns`, then with sched_yield until
+// `spin_ns` elapsed; true if ready.
 template <typename Ready>
-bool spinUntil(Ready&& ready, int64_t spin_ns) {
+bool spinUntil(Ready&& ready, int64_t spin_ns, int64_t pause_ns) {
   if (ready()) {
     return true;
   }
@@ -61,15 +68,17 @@ bool spinUntil(Ready&& ready, int64_t spin_ns) {
     return false;
   }
   const int64_t start = nowNs();
-  const int64_t pause_until = start + std::min(spin_ns, kPauseNs);
+  const int64_t pause_until = start + std::min(spin_ns, pause_ns);
   const int64_t deadline = start + spin_ns;
-  for (unsigned i = 1;; ++i) {
-    cpuRelax();
-    if (ready()) {
-      return true;
-    }
-    if ((i & 15u) == 0 && nowNs() >= pause_until) {
-      break;
+  if (pause_ns > 0) {
+    for (unsigned i = 1;; ++i) {
+      cpuRelax();
+      if (ready()) {
+        return true;
+      }
+      if ((i & 15u) == 0 && nowNs() >= pause_until) {
+        break;
+      }
     }
   }
   for (;;) {
@@ -185,7 +194,7 @@ bool Stream::popNext(Work& work) {
   const auto available = [this] {
     return submitted_.load(std::memory_order_acquire) > taken_;
   };
-  if (!spinUntil(available, spin_ns_)) {
+  if (!spinUntil(available, spin_ns_, kWorkerPauseNs)) {
     worker_sleeping_.store(true, std::memory_order_seq_cst);
     std::unique_lock<std::mutex> lock(queue_mutex_);
     queue_cv_.wait(lock, [this] { return !queue_.empty() || stopping_; });
@@ -250,7 +259,7 @@ void Stream::waitFor(uint64_t seq) {
     seq = tls_seq - 1;
   }
   const auto done = [this, seq] { return isComplete(seq); };
-  if (spinUntil(done, spin_ns_)) {
+  if (spinUntil(done, spin_ns_, kWaiterPauseNs)) {
     return;
   }
   done_waiters_.fetch_add(1, std::memory_order_seq_cst);
