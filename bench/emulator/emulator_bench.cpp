@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -62,22 +63,17 @@ accError_t touchKernel(void* data) {
 }
 
 struct Options {
-  int copy_reps = 10;
+  int copy_reps = 20;
   int latency_reps = 20000;
   int alloc_reps = 2000;
 };
 
-// Median GB/s of `reps` runs of `copy` over `bytes`.
+// GB/s of one run of `copy` over `bytes`.
 template <typename Copy>
-double bandwidth(size_t bytes, int reps, Copy&& copy) {
-  copy();  // warm-up: first touch of pages
-  std::vector<double> rates;
-  for (int i = 0; i < reps; ++i) {
-    const auto start = Clock::now();
-    copy();
-    rates.push_back(static_cast<double>(bytes) / secondsSince(start) / 1e9);
-  }
-  return stats(rates).p50;
+double rate(size_t bytes, Copy&& copy) {
+  const auto start = Clock::now();
+  copy();
+  return static_cast<double>(bytes) / secondsSince(start) / 1e9;
 }
 
 // Per-iteration latency in microseconds.
@@ -183,44 +179,67 @@ int main(int argc, char** argv) {
   check(accMalloc(&dev_a, bytes), "accMalloc");
   check(accMalloc(&dev_b, bytes), "accMalloc");
 
-  const double memcpy_rate = bandwidth(bytes, options.copy_reps, [&] {
-    std::memcpy(host_b.data(), host_a.data(), bytes);
-    asm volatile("" : : "r"(host_b.data()) : "memory");
-  });
-  const double h2d = bandwidth(bytes, options.copy_reps, [&] {
-    check(accMemcpy(dev_a, host_a.data(), bytes, accMemcpyHostToDevice), "H2D");
-  });
-  const double d2h = bandwidth(bytes, options.copy_reps, [&] {
-    check(accMemcpy(host_b.data(), dev_a, bytes, accMemcpyDeviceToHost), "D2H");
-  });
-  const double d2d = bandwidth(bytes, options.copy_reps, [&] {
-    check(accMemcpy(dev_b, dev_a, bytes, accMemcpyDeviceToDevice), "D2D");
-  });
   void* pinned = nullptr;
   check(accMallocHost(&pinned, bytes), "accMallocHost");
   std::memset(pinned, 3, bytes);
-  const double h2d_async = bandwidth(bytes, options.copy_reps, [&] {
-    check(accMemcpyAsync(dev_a, pinned, bytes, accMemcpyHostToDevice, nullptr),
-          "H2D async");
-    check(accStreamSynchronize(nullptr), "synchronize");
-  });
+  // The copies and the reference take turns, and each copy is compared
+  // with the reference run just before it: the load of a shared machine
+  // drifts by tens of percent within seconds.
+  const std::function<void()> copies[] = {
+      [&] {
+        std::memcpy(host_b.data(), host_a.data(), bytes);
+        asm volatile("" : : "r"(host_b.data()) : "memory");
+      },
+      [&] {
+        check(accMemcpy(dev_a, host_a.data(), bytes, accMemcpyHostToDevice),
+              "H2D");
+      },
+      [&] {
+        check(accMemcpy(host_b.data(), dev_a, bytes, accMemcpyDeviceToHost),
+              "D2H");
+      },
+      [&] {
+        check(accMemcpy(dev_b, dev_a, bytes, accMemcpyDeviceToDevice), "D2D");
+      },
+      [&] {
+        check(accMemcpyAsync(dev_a, pinned, bytes, accMemcpyHostToDevice,
+                             nullptr),
+              "H2D async");
+        check(accStreamSynchronize(nullptr), "synchronize");
+      },
+  };
+  constexpr size_t kCopies = std::size(copies);
+  for (const auto& copy : copies) {
+    copy();  // warm-up: first touch of every page
+  }
+  std::vector<double> rates[kCopies];
+  std::vector<double> ratios[kCopies];
+  for (int rep = 0; rep < options.copy_reps; ++rep) {
+    for (size_t i = 1; i < kCopies; ++i) {
+      const double reference = rate(bytes, copies[0]);
+      const double measured = rate(bytes, copies[i]);
+      rates[0].push_back(reference);
+      rates[i].push_back(measured);
+      ratios[i].push_back(measured / reference);
+    }
+  }
   check(accFreeHost(pinned), "accFreeHost");
   check(accFree(dev_a), "accFree");
   check(accFree(dev_b), "accFree");
 
   std::printf("%-44s %10s %-6s %-16s %s\n", "measurement", "value", "unit",
               "target", "");
-  printRow("memcpy 64 MiB (host, reference)", memcpy_rate, "GB/s");
-  const auto copyRow = [&](const char* name, double rate) {
+  printRow("memcpy 64 MiB (host, reference)", stats(rates[0]).p50, "GB/s");
+  const char* const names[kCopies] = {
+      nullptr, "accMemcpy H2D 64 MiB", "accMemcpy D2H 64 MiB",
+      "accMemcpy D2D 64 MiB", "accMemcpyAsync H2D 64 MiB pinned + sync"};
+  for (size_t i = 1; i < kCopies; ++i) {
+    const double ratio = stats(ratios[i]).p50;
     char label[96];
-    std::snprintf(label, sizeof(label), "%s (%.0f%% of memcpy)", name,
-                  100.0 * rate / memcpy_rate);
-    printRow(label, rate, "GB/s", ">= 80% memcpy", rate >= 0.8 * memcpy_rate);
-  };
-  copyRow("accMemcpy H2D 64 MiB", h2d);
-  copyRow("accMemcpy D2H 64 MiB", d2h);
-  copyRow("accMemcpy D2D 64 MiB", d2d);
-  copyRow("accMemcpyAsync H2D 64 MiB pinned + sync", h2d_async);
+    std::snprintf(label, sizeof(label), "%s (%.0f%% of memcpy)", names[i],
+                  100.0 * ratio);
+    printRow(label, stats(rates[i]).p50, "GB/s", ">= 80% memcpy", ratio >= 0.8);
+  }
 
   // -------------------------------------------------------------- latency
   const Stats launch = latency(options.latency_reps, [] {
