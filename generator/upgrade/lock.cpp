@@ -282,6 +282,7 @@ LockComparison compareLock(const SchemaLock& locked, const SchemaLock& current,
       d.kind = now->kind;
       d.via = now->via;
       d.kernel_file = now->kernel_file;
+      d.user_signature = now->user_signature;
     }
     if (!old_e) {
       d.status = LockStatus::kAdded;
@@ -337,6 +338,8 @@ std::string formatDriftReport(const LockComparison& cmp,
     os << "]";
     if (d->kernel_edit) {
       os << ": edit " << d->kernel_file;
+    } else if (d->user_signature) {
+      os << ": " << d->kernel_file << " needs no edit (same C++ types)";
     } else if (!d->kernel_file.empty()) {
       os << ": " << d->kernel_file << " needs no edit (generated code adapts)";
     } else {
@@ -348,8 +351,7 @@ std::string formatDriftReport(const LockComparison& cmp,
     }
     os << "    schema locked: " << d->old_schema << "\n";
     os << "              now: " << d->new_schema << "\n";
-    if (d->kernel_edit || (!d->kernel_file.empty() && !d->old_cpp.empty() &&
-                           d->old_cpp != d->new_cpp)) {
+    if (d->user_signature) {
       os << "    C++    locked: " << d->old_cpp << "\n";
       os << "              now: " << d->new_cpp << "\n";
     }

@@ -101,6 +101,9 @@ struct LockDelta {
   std::string kind;
   std::string via;
   std::string kernel_file;
+  /// A person writes this operator's body (RegisteredOp::user_signature):
+  /// only then are the C++ signatures part of the report.
+  bool user_signature = false;
   /// The lock file line of the locked entry.
   SourceLoc lock_loc;
 };
