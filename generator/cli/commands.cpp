@@ -58,7 +58,7 @@ int runGenerate(const GenerateOptions& o) {
   }
 
   render::TemplateSet templates(render::defaultTemplateDir());
-  auto files = renderBackend(backend, run, templates);
+  auto files = renderBackend(backend, run, templates, o.out);
 
   if (o.check) {
     auto diffs = write::checkTree(o.out, files, manifestExtra(run));

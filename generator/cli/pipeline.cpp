@@ -68,32 +68,23 @@ model::Backend loadBackend(const std::string& specs_dir,
   return std::move(*backend);
 }
 
-std::vector<write::RenderedFile> renderBackend(const model::Backend& backend,
-                                               const emit::RunInfo& run,
-                                               render::TemplateSet& templates) {
-  const nlohmann::json global = emit::globalContext(backend, run);
+std::vector<write::RenderedFile> renderBackend(
+    const model::Backend& backend, const emit::RunInfo& run,
+    render::TemplateSet& templates, const std::string& out_dir) {
+  templates.setGlobals(emit::globalContext(backend, run));
   std::vector<write::RenderedFile> rendered;
-  for (const auto& file : emit::emitAll(backend)) {
-    nlohmann::json data = global;
-    data["source"] = file.source;
-    for (const auto& [key, value] : file.data.items()) data[key] = value;
-    rendered.push_back(
-        {file.path, templates.render(file.template_name, data),
-         file.user_owned});
+  for (auto& file : emit::emitAll(backend)) {
+    if (file.user_owned && !out_dir.empty() &&
+        std::filesystem::exists(std::filesystem::path(out_dir) / file.path)) {
+      rendered.push_back({std::move(file.path), "", true});
+      continue;
+    }
+    file.data["source"] = file.source;
+    rendered.push_back({std::move(file.path),
+                        templates.render(file.template_name, file.data),
+                        file.user_owned});
   }
   return rendered;
-}
-
-RenderedBackend renderFromSpecs(const std::string& specs_dir,
-                                const std::string& schemas_file,
-                                std::ostream& err) {
-  SchemaSource schemas = loadSchemas(schemas_file);
-  model::Backend backend = loadBackend(specs_dir, schemas, err);
-  RenderedBackend result;
-  result.run.torch_version = schemas.torch_version;
-  render::TemplateSet templates(render::defaultTemplateDir());
-  result.files = renderBackend(backend, result.run, templates);
-  return result;
 }
 
 nlohmann::json manifestExtra(const emit::RunInfo& run) {

@@ -38,19 +38,13 @@ SchemaSource loadSchemas(const std::string& schemas_file);
 model::Backend loadBackend(const std::string& specs_dir,
                            const SchemaSource& schemas, std::ostream& err);
 
-/// Runs every emitter and renders its files with `templates`.
-std::vector<write::RenderedFile> renderBackend(const model::Backend& backend,
-                                               const emit::RunInfo& run,
-                                               render::TemplateSet& templates);
+/// Runs every emitter and renders its files with `templates`. User-owned
+/// files that already exist under `out_dir` (when given) are listed with
+/// empty content and not rendered: the writer never touches them.
+std::vector<write::RenderedFile> renderBackend(
+    const model::Backend& backend, const emit::RunInfo& run,
+    render::TemplateSet& templates, const std::string& out_dir = "");
 
-/// The whole pipeline from a spec directory to rendered files.
-struct RenderedBackend {
-  std::vector<write::RenderedFile> files;
-  emit::RunInfo run;
-};
-RenderedBackend renderFromSpecs(const std::string& specs_dir,
-                                const std::string& schemas_file,
-                                std::ostream& err);
 
 /// What the manifest records besides the files.
 nlohmann::json manifestExtra(const emit::RunInfo& run);

@@ -91,12 +91,20 @@ class StrictContext : public mst::basic_context<std::string> {
 
 }  // namespace
 
+struct TemplateSet::Globals {
+  mst::data data;
+};
+
 struct TemplateSet::Compiled {
   explicit Compiled(const std::string& text) : tmpl(text) {}
   mst::mustache tmpl;
 };
 
 TemplateSet::TemplateSet(std::string root) : root_(std::move(root)) {}
+
+void TemplateSet::setGlobals(const nlohmann::json& globals) {
+  globals_ = std::make_unique<Globals>(Globals{toData(globals)});
+}
 TemplateSet::~TemplateSet() = default;
 
 const std::string& TemplateSet::partialText(const std::string& name) {
@@ -124,11 +132,13 @@ TemplateSet::Compiled& TemplateSet::compiled(const std::string& name) {
 namespace {
 
 std::string renderWith(mst::mustache& tmpl, const nlohmann::json& data,
-                       const std::string& label,
+                       const mst::data* globals, const std::string& label,
                        std::function<const std::string&(const std::string&)>
                            partial) {
   mst::data root = toData(data);
-  StrictContext ctx(&root, std::move(partial));
+  StrictContext ctx(globals, std::move(partial));
+  if (globals == nullptr) ctx.pop();
+  ctx.push(&root);
   std::string out = tmpl.render(ctx);
   if (!tmpl.is_valid()) {
     throw AccgenError(ExitCode::kInternal,
@@ -151,7 +161,8 @@ std::string renderWith(mst::mustache& tmpl, const nlohmann::json& data,
 
 std::string TemplateSet::render(const std::string& name,
                                 const nlohmann::json& data) {
-  return renderWith(compiled(name).tmpl, data, name,
+  return renderWith(compiled(name).tmpl, data,
+                    globals_ ? &globals_->data : nullptr, name,
                     [this](const std::string& p) -> const std::string& {
                       return partialText(p);
                     });
@@ -166,7 +177,7 @@ std::string TemplateSet::renderText(const std::string& text,
                       "template '" + label + "': " + tmpl.error_message());
   }
   tmpl.set_custom_escape([](const std::string& s) { return s; });
-  return renderWith(tmpl, data, label,
+  return renderWith(tmpl, data, globals_ ? &globals_->data : nullptr, label,
                     [this](const std::string& p) -> const std::string& {
                       return partialText(p);
                     });

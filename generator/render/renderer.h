@@ -21,6 +21,10 @@ class TemplateSet {
   TemplateSet(const TemplateSet&) = delete;
   TemplateSet& operator=(const TemplateSet&) = delete;
 
+  /// Values every render sees beneath its own data (converted once; a
+  /// render's data wins on equal keys).
+  void setGlobals(const nlohmann::json& globals);
+
   /// Renders `name` (a path relative to the root) with `data`. Throws
   /// AccgenError(kInternal) for a missing template, a syntax error or a
   /// variable the data does not define.
@@ -41,6 +45,8 @@ class TemplateSet {
   std::string root_;
   std::map<std::string, std::unique_ptr<Compiled>> cache_;
   std::map<std::string, std::string> partials_;
+  struct Globals;
+  std::unique_ptr<Globals> globals_;
 };
 
 /// The templates directory of this installation: $ACCGEN_TEMPLATE_DIR if set,
