@@ -11,6 +11,13 @@
 // Custom operators are locked like aten ones: their schema lives in the
 // user's own operators.yaml, but an edit there invalidates the user's
 // kernel body just the same, and the report says which file to change.
+//
+// Note [The torch version in the lock]
+// The lock records the release without its local part: "2.13.0" for both
+// 2.13.0+cpu and 2.13.0+cu130. The builds of one release share their
+// schemas, and a lock that named the build would differ between a
+// developer's CUDA install and CI's CPU wheel, failing `generate --check`
+// for nothing.
 #include "generator/upgrade/lock.h"
 
 #include <algorithm>
@@ -86,7 +93,8 @@ const LockEntry* SchemaLock::find(std::string_view op) const {
 SchemaLock buildLock(const std::vector<RegisteredOp>& ops,
                      const std::string& torch_version) {
   SchemaLock lock;
-  lock.torch_version = torch_version;
+  // See Note [The torch version in the lock].
+  lock.torch_version = torch_version.substr(0, torch_version.find('+'));
   for (const RegisteredOp& op : ops) {
     LockEntry e;
     e.op = op.qualified_name;

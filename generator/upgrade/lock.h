@@ -7,7 +7,7 @@
 // The file is YAML, one operator per line, sorted, with no timestamps, so
 // that its diff in a pull request is the list of accepted schema changes:
 //
-//   torch: 2.13.0+cpu
+//   torch: "2.13.0"
 //   operators:
 //     "aten::add.out": {schema: "add.out(Tensor self, ...) -> Tensor(a!)"}
 //     "aten::mul.Tensor": {schema: "...", cpp: "at::Tensor
@@ -47,7 +47,7 @@ struct LockEntry {
 
 /// A parsed or freshly built lock.
 struct SchemaLock {
-  /// "2.13.0+cpu".
+  /// "2.13.0" (the release, without a local version part).
   std::string torch_version;
   /// Sorted by op.
   std::vector<LockEntry> entries;
@@ -55,7 +55,8 @@ struct SchemaLock {
   const LockEntry* find(std::string_view op) const;
 };
 
-/// The lock for what `ops` register, against `torch_version`.
+/// The lock for what `ops` register, against `torch_version` (recorded
+/// without its local part: "2.13.0+cpu" is locked as "2.13.0").
 SchemaLock buildLock(const std::vector<RegisteredOp>& ops,
                      const std::string& torch_version);
 /// The same for a whole backend.
