@@ -296,6 +296,8 @@ LockComparison compareLock(const SchemaLock& locked, const SchemaLock& current,
       d.status = LockStatus::kAdded;
     } else if (!new_e) {
       d.status = LockStatus::kRemoved;
+    } else if (old_e->schema == new_e->schema) {
+      d.status = LockStatus::kUnchanged;  // the same text: nothing to parse
     } else {
       schema::FunctionSchema old_schema, new_schema;
       schema::CppSignature old_sig, new_sig;
@@ -401,6 +403,12 @@ LockPlan planLock(const model::Backend& backend,
     return plan;
   }
   plan.old_text = *existing;
+  if (plan.old_text == plan.text) {
+    // The common no-op run: the lock is exactly what it would become, so
+    // nothing changed and nothing needs parsing (it costs ~5 ms).
+    plan.action = LockPlan::Action::kKeep;
+    return plan;
+  }
   const SchemaLock locked = parseLock(*existing, plan.path);
   plan.comparison = compareLock(locked, current, ops);
   if (plan.comparison.drifted()) {

@@ -159,6 +159,9 @@ struct LockPlan {
   /// report of what was accepted. Otherwise one-line notes (added,
   /// removed, default-only changes absorbed) or "".
   std::string report;
+  /// The comparison behind the decision; empty for kKeep when the lock on
+  /// disk is byte for byte the lock that would be written (nothing was
+  /// compared because nothing can differ).
   LockComparison comparison;
 
   /// The exit code the CLI returns when it stops here: kSchemaDrift for
