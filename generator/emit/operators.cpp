@@ -51,13 +51,20 @@ std::string shapeName(const model::Registration& r) {
 // about a hundred times slower than at::meta). Every other member runs its
 // CPU kernel directly on the device memory: in-place and out= forms write
 // it, view forms return views of it, and the few functional forms without a
-// C++ meta function copy their new results to the device once.
+// C++ meta function, or whose result shapes depend on the data, copy their
+// new results to the device once.
 json emulateEntry(const model::Registration& r, std::vector<std::string>& headers,
                   json& shapes) {
   const schema::NativeFunction& fn = *r.function;
   json entry = {{"name", r.fullName()}, {"via_out", false}, {"out", ""},
                 {"shape", ""}};
-  if (r.role == SchemaKind::kFunctional && !fn.structured_delegate.empty()) {
+  // Shapes that depend on the data (index with a boolean mask) have no
+  // meta function that could give them ahead of the kernel.
+  const bool dynamic_shape =
+      std::find(fn.tags.begin(), fn.tags.end(), "dynamic_output_shape") !=
+      fn.tags.end();
+  if (r.role == SchemaKind::kFunctional && !fn.structured_delegate.empty() &&
+      !dynamic_shape) {
     entry["via_out"] = true;
     entry["out"] = fn.structured_delegate;
     entry["shape"] = shapeName(r);
@@ -182,9 +189,10 @@ OutputFile fallbackFile(const model::Backend& backend) {
     if (op.kind != spec::OpKind::kFallback) continue;
     for (const auto& m : op.members) names.push_back(m.fullName());
   }
+  const bool has_operators = !names.empty();
   return ops::backendFile("csrc/ops/RegisterFallback.cpp",
                           {{"operators", ops::sortedUnique(std::move(names))},
-                           {"has_operators", !names.empty()}});
+                           {"has_operators", has_operators}});
 }
 
 void appendAutocast(const model::Backend& backend,

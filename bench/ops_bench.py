@@ -1,0 +1,155 @@
+"""Per-operator time on the example backend's device against the CPU.
+
+    python bench/ops_bench.py [--device accel] [--repeat 7] [--json FILE]
+
+For each operator (add, mul, sum, mm, softmax) and size (small: 1k elements,
+large: 16M elements; mm at sizes of comparable work, 32x32 and 1024x1024),
+one run measures the same operator three ways:
+
+  cpu       on CPU tensors;
+  device    on device tensors, as the backend registers it (emulated: the
+            CPU kernel runs on the device memory, no copies);
+  fallback  on device tensors, forced through a CPU fallback for the
+            measurement: its PrivateUse1 kernel is replaced by one that
+            copies the arguments to the CPU, runs the CPU kernel and copies
+            the results back (what at::native::cpu_fallback does, called
+            from Python).
+
+Each figure is the median over `repeat` timings of a loop sized to take
+about 0.2 s, with the device synchronized before the clock stops. Ratios
+are device/cpu and fallback/device. Targets (docs/operators.md): large
+device/cpu <= 1.10, small device/cpu <= 2, large fallback/device >= 3.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+CASES = {
+    # name: (fn, small args shape, large args shape)
+    "add": (lambda a, b: a + b, ((1024,), (1024,)), ((16 << 20,), (16 << 20,))),
+    "mul": (lambda a, b: a * b, ((1024,), (1024,)), ((16 << 20,), (16 << 20,))),
+    "sum": (lambda a: a.sum(), ((1024,),), ((16 << 20,),)),
+    "mm": (torch.mm, ((32, 32), (32, 32)), ((1024, 1024), (1024, 1024))),
+    "softmax": (lambda a: torch.softmax(a, -1), ((8, 128),), ((4096, 4096),)),
+}
+# The aten operators each case reaches on the device (for the fallback).
+ATEN = {"add": ["add.Tensor"], "mul": ["mul.Tensor"],
+        "sum": ["sum.dim_IntList"], "mm": ["mm"], "softmax": ["_softmax"]}
+
+
+def timeit(fn, sync, repeat, budget=0.2):
+    fn()
+    sync()
+    start = time.perf_counter()
+    fn()
+    sync()
+    once = max(time.perf_counter() - start, 1e-7)
+    loops = max(1, min(10000, int(budget / once)))
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(loops):
+            fn()
+        sync()
+        samples.append((time.perf_counter() - start) / loops)
+    return statistics.median(samples)
+
+
+class ForcedFallback:
+    """Replaces the PrivateUse1 kernels of `ops` by a copy-to-CPU fallback
+    while active."""
+
+    def __init__(self, ops, device):
+        self.ops = ops
+        self.device = device
+
+    def __enter__(self):
+        import warnings
+        self.lib = torch.library.Library("aten", "IMPL")
+        device = self.device
+
+        def to(x, where):
+            if isinstance(x, torch.Tensor):
+                return x.to(where)
+            if isinstance(x, (list, tuple)):
+                return type(x)(to(v, where) for v in x)
+            return x
+
+        for name in self.ops:
+            packet, _, overload = name.partition(".")
+            op = getattr(getattr(torch.ops.aten, packet), overload or "default")
+
+            def kernel(*args, _op=op, **kwargs):
+                return to(_op(*to(args, "cpu"), **to(kwargs, "cpu")), device)
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self.lib.impl(name, kernel, "PrivateUse1")
+        return self
+
+    def __exit__(self, *exc):
+        self.lib._destroy()
+        return False
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--device", default=os.environ.get("ACCGEN_TEST_DEVICE", "accel"))
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="torch.set_num_threads (0: leave as is)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = args.device
+    try:
+        __import__("torch_" + device)
+    except ImportError:
+        pass
+    mod = getattr(torch, device)
+    sync_dev = mod.synchronize
+
+    def sync_cpu():
+        pass
+
+    rows = []
+    for name, (fn, small, large) in CASES.items():
+        for size, shapes in (("small", small), ("large", large)):
+            g = torch.Generator().manual_seed(0)
+            cpu_args = [torch.randn(s, generator=g) for s in shapes]
+            dev_args = [a.to(device) for a in cpu_args]
+            torch.testing.assert_close(fn(*dev_args).cpu(), fn(*cpu_args),
+                                       rtol=1e-4, atol=1e-3)
+            t_cpu = timeit(lambda: fn(*cpu_args), sync_cpu, args.repeat)
+            t_dev = timeit(lambda: fn(*dev_args), sync_dev, args.repeat)
+            with ForcedFallback(ATEN[name], device):
+                t_fb = timeit(lambda: fn(*dev_args), sync_dev, args.repeat)
+            elems = sum(a.numel() for a in cpu_args)
+            rows.append({"op": name, "size": size, "elements": elems,
+                         "cpu_us": t_cpu * 1e6, "device_us": t_dev * 1e6,
+                         "fallback_us": t_fb * 1e6,
+                         "device_over_cpu": t_dev / t_cpu,
+                         "fallback_over_device": t_fb / t_dev})
+            r = rows[-1]
+            print(f"{name:8} {size:5} {elems:>9} el  cpu {r['cpu_us']:10.1f} us"
+                  f"  device {r['device_us']:10.1f} us  fallback "
+                  f"{r['fallback_us']:10.1f} us  device/cpu "
+                  f"{r['device_over_cpu']:5.2f}  fallback/device "
+                  f"{r['fallback_over_device']:5.2f}", flush=True)
+    print()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
+          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(rows, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+// The accel kernel of add.out. This file is yours: accgen created it once
+// from specs/operators.yaml and never touches it again.
+//
+//   add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
+//
+// The dispatcher calls it for add.out and, through the wrappers in
+// csrc/ops/RegisterKernels.cpp, for add.Tensor, add_.Tensor.
+//
+// ATen's TensorIterator does the bookkeeping every elementwise kernel needs
+// (broadcasting, resizing `out`, collapsing dimensions); type promotion
+// casts the inputs first; the loop itself is ours and runs on the device as
+// a kernel on the current stream, given the allocations of the operands.
+#include <ATen/Dispatch_v2.h>
+#include <ATen/TensorIterator.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/native/BinaryOps.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/result_type.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/SmallVector.h>
+
+#include "csrc/ops/KernelDecls.h"
+#include "csrc/runtime/Driver.h"
+#include "csrc/runtime/Runtime.h"
+
+namespace accel::kernels {
+namespace {
+
+struct AddLaunch {
+  at::TensorIteratorBase* iter;
+  c10::Scalar alpha;
+};
+
+template <class T>
+accError_t addKernel(void* user_data) {
+  auto* p = static_cast<AddLaunch*>(user_data);
+  const T alpha = p->alpha.to<T>();
+  p->iter->serial_for_each(
+      [alpha](char** data, const int64_t* strides, int64_t n, int64_t size1) {
+        for (int64_t j = 0; j < size1; ++j) {
+          char* out = data[0] + j * strides[3];
+          const char* a = data[1] + j * strides[4];
+          const char* b = data[2] + j * strides[5];
+          for (int64_t i = 0; i < n; ++i) {
+            *reinterpret_cast<T*>(out + i * strides[0]) = static_cast<T>(
+                *reinterpret_cast<const T*>(a + i * strides[1]) +
+                alpha * *reinterpret_cast<const T*>(b + i * strides[2]));
+          }
+        }
+      },
+      {0, p->iter->numel()});
+  return accSuccess;
+}
+
+}  // namespace
+
+at::Tensor& kernel_add_out(const at::Tensor& self, const at::Tensor& other,
+                           const at::Scalar& alpha, at::Tensor& out) {
+  // The loop computes in one dtype: the inputs are cast to the promoted
+  // type first, and a result of another dtype goes through a temporary.
+  const at::ScalarType dtype = at::result_type(self, other);
+  at::native::alpha_check(dtype, alpha);
+  TORCH_CHECK(at::canCast(dtype, out.scalar_type()), "result type ", dtype,
+              " can't be cast to the desired output type ",
+              out.scalar_type());
+  const c10::DeviceGuard guard(out.device());
+  const at::Tensor a = self.scalar_type() == dtype ? self : self.to(dtype);
+  const at::Tensor b = other.scalar_type() == dtype ? other : other.to(dtype);
+  at::Tensor result = out.scalar_type() == dtype
+                          ? out
+                          : at::empty({0}, out.options().dtype(dtype));
+  // A 0-dim CPU operand (a Python number) is read by the kernel from host
+  // memory, like a kernel argument.
+  auto iter = at::TensorIteratorConfig()
+                  .add_output(result)
+                  .add_const_input(a)
+                  .add_const_input(b)
+                  .allow_cpu_scalars(true)
+                  .build();
+  if (iter.numel() > 0) {
+    c10::SmallVector<const void*, 3> buffers;
+    for (int i = 0; i < iter.ntensors(); ++i) {
+      const at::TensorBase& t = iter.tensor_base(i);
+      if (t.device() == out.device() && t.storage().data() != nullptr) {
+        buffers.push_back(t.storage().data());
+      }
+    }
+    accStream_t stream = currentNativeStream(out.device().index());
+    AddLaunch launch{&iter, alpha};
+    AT_DISPATCH_V2(
+        dtype, "add", AT_WRAP([&] {
+          ACCEL_CHECK(accLaunchKernel(stream, &addKernel<scalar_t>, &launch,
+                                      buffers.data(), buffers.size()));
+        }),
+        AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16,
+        at::kBool);
+    // The iterator lives on this stack frame: wait for the kernel.
+    ACCEL_CHECK(accStreamSynchronize(stream));
+  }
+  if (!result.is_same(out)) {
+    at::native::resize_output(out, result.sizes());
+    out.copy_(result);
+  }
+  return out;
+}
+
+}  // namespace accel::kernels

@@ -1,0 +1,95 @@
+// The accel kernel of fill_.Scalar. This file is yours: accgen created it once
+// from specs/operators.yaml and never touches it again.
+//
+//   fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)
+//
+// The dispatcher calls it for fill_.Scalar and, through the wrappers in
+// csrc/ops/RegisterKernels.cpp, for fill.Scalar.
+//
+// A device kernel written against the driver interface alone: it walks the
+// elements of `self` (any strides) and stores the value, asynchronously on
+// the current stream, the way a kernel on real hardware would run. Its
+// parameters travel with the launch and the kernel frees them.
+#include <array>
+#include <cstdint>
+
+#include <ATen/Dispatch_v2.h>
+#include <ATen/core/Tensor.h>
+#include <c10/core/DeviceGuard.h>
+
+#include "csrc/ops/KernelDecls.h"
+#include "csrc/runtime/Driver.h"
+#include "csrc/runtime/Runtime.h"
+
+namespace accel::kernels {
+namespace {
+
+constexpr int kMaxDims = 25;
+
+template <class T>
+struct FillLaunch {
+  T* data;
+  T value;
+  int dims;
+  std::array<int64_t, kMaxDims> sizes;
+  std::array<int64_t, kMaxDims> strides;
+};
+
+template <class T>
+accError_t fillKernel(void* user_data) {
+  auto* p = static_cast<FillLaunch<T>*>(user_data);
+  std::array<int64_t, kMaxDims> index{};
+  int64_t numel = 1;
+  for (int d = 0; d < p->dims; ++d) {
+    numel *= p->sizes[d];
+  }
+  // An odometer over the dimensions, the last one fastest.
+  int64_t offset = 0;
+  for (int64_t i = 0; i < numel; ++i) {
+    p->data[offset] = p->value;
+    for (int d = p->dims - 1; d >= 0; --d) {
+      if (++index[d] < p->sizes[d]) {
+        offset += p->strides[d];
+        break;
+      }
+      offset -= p->strides[d] * (p->sizes[d] - 1);
+      index[d] = 0;
+    }
+  }
+  delete p;
+  return accSuccess;
+}
+
+}  // namespace
+
+at::Tensor& kernel_fill__Scalar(at::Tensor& self, const at::Scalar& value) {
+  if (self.numel() == 0) {
+    return self;
+  }
+  TORCH_CHECK(self.dim() <= kMaxDims, "fill_: at most ", kMaxDims,
+              " dimensions on accel, got ", self.dim());
+  const c10::DeviceGuard guard(self.device());
+  AT_DISPATCH_V2(
+      self.scalar_type(), "fill_", AT_WRAP([&] {
+        auto* launch = new FillLaunch<scalar_t>{
+            self.data_ptr<scalar_t>(), value.to<scalar_t>(),
+            static_cast<int>(self.dim()), {}, {}};
+        for (int64_t d = 0; d < self.dim(); ++d) {
+          launch->sizes[d] = self.size(d);
+          launch->strides[d] = self.stride(d);
+        }
+        const void* buffers[] = {self.storage().data()};
+        const accError_t error =
+            accLaunchKernel(currentNativeStream(self.device().index()),
+                            &fillKernel<scalar_t>, launch, buffers, 1);
+        if (error != accSuccess) {
+          delete launch;
+        }
+        ACCEL_CHECK(error);
+      }),
+      AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16,
+      at::kBool);
+  return self;
+}
+
+}  // namespace accel::kernels

@@ -1,0 +1,68 @@
+// The accel kernel of relu. This file is yours: accgen created it once from
+// specs/operators.yaml and never touches it again.
+//
+//   relu(Tensor self) -> Tensor
+//
+// The dispatcher calls it for relu and, through the wrappers in
+// csrc/ops/RegisterKernels.cpp, for relu_.
+//
+// A plain device kernel: a contiguous input, a new contiguous result and a
+// loop over the elements, launched on the current stream.
+#include <algorithm>
+
+#include <ATen/Dispatch_v2.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/DeviceGuard.h>
+
+#include "csrc/ops/KernelDecls.h"
+#include "csrc/runtime/Driver.h"
+#include "csrc/runtime/Runtime.h"
+
+namespace accel::kernels {
+namespace {
+
+template <class T>
+struct ReluLaunch {
+  const T* in;
+  T* out;
+  int64_t n;
+};
+
+template <class T>
+accError_t reluKernel(void* user_data) {
+  auto* p = static_cast<ReluLaunch<T>*>(user_data);
+  for (int64_t i = 0; i < p->n; ++i) {
+    p->out[i] = p->in[i] > T(0) ? p->in[i] : T(0);
+  }
+  return accSuccess;
+}
+
+}  // namespace
+
+at::Tensor kernel_relu(const at::Tensor& self) {
+  TORCH_CHECK(self.scalar_type() != at::kBool,
+              "relu is not defined for bool tensors");
+  const c10::DeviceGuard guard(self.device());
+  const at::Tensor input = self.contiguous();
+  at::Tensor result = at::empty(input.sizes(), input.options());
+  if (result.numel() == 0) {
+    return result;
+  }
+  accStream_t stream = currentNativeStream(self.device().index());
+  AT_DISPATCH_V2(
+      input.scalar_type(), "relu", AT_WRAP([&] {
+        ReluLaunch<scalar_t> launch{input.const_data_ptr<scalar_t>(),
+                                    result.mutable_data_ptr<scalar_t>(),
+                                    input.numel()};
+        const void* buffers[] = {input.storage().data(),
+                                 result.storage().data()};
+        ACCEL_CHECK(accLaunchKernel(stream, &reluKernel<scalar_t>, &launch,
+                                    buffers, 2));
+        ACCEL_CHECK(accStreamSynchronize(stream));
+      }),
+      AT_EXPAND(AT_ALL_TYPES), at::kHalf, at::kBFloat16);
+  return result;
+}
+
+}  // namespace accel::kernels

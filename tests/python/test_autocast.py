@@ -1,0 +1,86 @@
+"""torch.autocast on the device: the rules of specs/autocast.yaml."""
+import os
+import pathlib
+
+import pytest
+import torch
+import yaml
+
+_SPECS = pathlib.Path(os.environ.get(
+    "ACCGEN_TEST_SPECS", pathlib.Path(__file__).resolve().parents[2] / "specs"))
+
+
+def policies():
+    path = _SPECS / "autocast.yaml"
+    if not path.exists():
+        return {}, None
+    with open(path, encoding="utf-8") as f:
+        spec = yaml.safe_load(f) or {}
+    dtype = {"float16": torch.float16, "bfloat16": torch.bfloat16}[
+        spec.get("dtype", "float16")]
+    return spec.get("policies") or {}, dtype
+
+
+POLICIES, LOW = policies()
+
+
+@pytest.fixture
+def low(device, autocast):
+    if "mm" not in (POLICIES.get("lower_precision_fp") or []):
+        pytest.skip("mm is not lower_precision_fp in this spec")
+    return LOW
+
+
+def test_mm_runs_in_the_lower_dtype(device, low):
+    a = torch.randn(4, 8, device=device)
+    b = torch.randn(8, 3, device=device)
+    with torch.autocast(device):
+        out = torch.mm(a, b)
+        via_matmul = a @ b
+        lin = torch.nn.functional.linear(a, b.t())
+    assert out.dtype == low
+    assert via_matmul.dtype == low
+    assert lin.dtype == low
+    want = (a.cpu().to(low).float() @ b.cpu().to(low).float())
+    torch.testing.assert_close(out.float().cpu(), want, rtol=1e-2, atol=1e-2)
+    # Outside the region nothing is cast.
+    assert torch.mm(a, b).dtype == torch.float32
+
+
+def test_explicit_dtype_and_disabled_region(device, low):
+    a = torch.randn(4, 4, device=device)
+    with torch.autocast(device, dtype=torch.bfloat16):
+        assert torch.mm(a, a).dtype == torch.bfloat16
+    with torch.autocast(device, enabled=False):
+        assert torch.mm(a, a).dtype == torch.float32
+
+
+def test_fp32_ops_run_in_float32(device, low):
+    fp32 = POLICIES.get("fp32") or []
+    if "softmax.int" not in fp32:
+        pytest.skip("softmax is not fp32 in this spec")
+    x = torch.randn(3, 5, device=device, dtype=low)
+    with torch.autocast(device):
+        assert torch.softmax(x, 1).dtype == torch.float32
+        # An operator without a rule keeps its input dtype.
+        assert (x + x).dtype == low
+
+
+def test_promote_ops_widen(device, low):
+    if "cat" not in (POLICIES.get("promote") or []):
+        pytest.skip("cat is not promote in this spec")
+    a = torch.randn(2, 3, device=device, dtype=low)
+    b = torch.randn(2, 3, device=device)
+    with torch.autocast(device):
+        assert torch.cat([a, b]).dtype == torch.float32
+
+
+def test_autocast_backward(device, low):
+    a = torch.randn(4, 8, device=device, requires_grad=True)
+    b = torch.randn(8, 3, device=device, requires_grad=True)
+    with torch.autocast(device):
+        loss = torch.mm(a, b).float().sum()
+    loss.backward()
+    assert a.grad.dtype == torch.float32 and b.grad.dtype == torch.float32
+    torch.testing.assert_close(a.grad.cpu(), b.detach().cpu().sum(1).expand(4, 8),
+                               rtol=1e-2, atol=1e-2)
