@@ -190,6 +190,8 @@ TEST_F(BackendFiles, NamesComeFromTheSpec) {
     }
     EXPECT_EQ(scrubbed.find("accel"), std::string::npos) << path;
     EXPECT_EQ(scrubbed.find("ACCEL"), std::string::npos) << path;
+    // C++ names the namespace, never the device: "npu_rt::", not "npu::".
+    EXPECT_EQ(content.find("npu::"), std::string::npos) << path;
   }
   const std::string& runtime = text.at("csrc/runtime/Runtime.h");
   EXPECT_NE(runtime.find("namespace npu_rt {"), std::string::npos);
