@@ -1,0 +1,24 @@
+// The kindly kernel of fill_.Scalar. This file is yours: accgen created it once
+// from specs/operators.yaml and never touches it again.
+//
+//   fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)
+//
+// The dispatcher calls it for fill_.Scalar and, through the wrappers in
+// csrc/ops/RegisterKernels.cpp, for fill.Scalar. Until you write
+// it, it runs aten's CPU kernel on the device memory (emulate::call), so the
+// backend works from the start. Replace the body with your device's
+// implementation: launch work on the current stream (csrc/runtime/Runtime.h,
+// accLaunchKernel with the allocations it touches) and keep the signature.
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/fill_ops.h>
+
+#include "csrc/ops/Emulate.h"
+#include "csrc/ops/KernelDecls.h"
+
+namespace kindly_ns::kernels {
+
+at::Tensor& kernel_fill__Scalar(at::Tensor& self, const at::Scalar& value) {
+  return emulate::call<at::_ops::fill__Scalar>(self, value);
+}
+
+}  // namespace kindly_ns::kernels

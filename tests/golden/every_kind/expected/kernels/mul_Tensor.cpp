@@ -1,0 +1,24 @@
+// The kindly kernel of mul.Tensor. This file is yours: accgen created it once
+// from specs/operators.yaml and never touches it again.
+//
+//   mul.Tensor(Tensor self, Tensor other) -> Tensor
+//
+// The dispatcher calls it for mul.Tensor and, through the wrappers in
+// csrc/ops/RegisterKernels.cpp, for mul.out, mul_.Tensor. Until you write
+// it, it runs aten's CPU kernel on the device memory (emulate::call), so the
+// backend works from the start. Replace the body with your device's
+// implementation: launch work on the current stream (csrc/runtime/Runtime.h,
+// accLaunchKernel with the allocations it touches) and keep the signature.
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/mul_ops.h>
+
+#include "csrc/ops/Emulate.h"
+#include "csrc/ops/KernelDecls.h"
+
+namespace kindly_ns::kernels {
+
+at::Tensor kernel_mul_Tensor(const at::Tensor& self, const at::Tensor& other) {
+  return emulate::call<at::_ops::mul_Tensor>(self, other);
+}
+
+}  // namespace kindly_ns::kernels
