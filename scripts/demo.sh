@@ -8,6 +8,7 @@ ROOT=$PWD
 PY=${PYTHON:-python3}
 NAME=${1:-mybackend}
 WORK=${ACCGEN_DEMO_DIR:-$ROOT/build/demo}
+export CCACHE_BASEDIR=$ROOT
 
 bash scripts/bootstrap.sh
 

@@ -7,6 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 PY=${PYTHON:-python3}
+# Compiler command lines relative to the checkout: ccache hits across clones.
+export CCACHE_BASEDIR=$ROOT
 
 bash scripts/bootstrap.sh
 

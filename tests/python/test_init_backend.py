@@ -42,7 +42,9 @@ def second_backend(tmp_path_factory):
     assert regen.stdout.startswith(tuple(f"{n} written" for n in range(1, 100))), \
         regen.stdout
     target = work / "site"
-    env = dict(os.environ, CMAKE_PREFIX_PATH=PREFIX)
+    # CCACHE_BASEDIR makes compiler command lines relative to the temporary
+    # directory, so ccache recognises the same sources in the next run.
+    env = dict(os.environ, CMAKE_PREFIX_PATH=PREFIX, CCACHE_BASEDIR=str(work))
     run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation",
          "--no-deps", "--target", str(target), str(project)], env=env)
     return target
@@ -98,3 +100,14 @@ def test_project_smoke_tests_pass(second_backend):
     """)
     assert r.returncode == 0, r.stdout + r.stderr
     assert " passed" in r.stdout, r.stdout
+
+
+def test_noop_regeneration_rebuilds_nothing(second_backend):
+    # A no-op `accgen generate` leaves every file's bytes and mtime as they
+    # were, so the backend's own build tree has nothing to do afterwards.
+    project = second_backend.parent / "second"
+    regen = run([ACCGEN, "generate"], cwd=project)
+    assert regen.stdout.startswith("0 written, "), regen.stdout
+    (build_dir,) = (project / "build").iterdir()
+    rebuild = run(["cmake", "--build", str(build_dir)])
+    assert "no work to do" in rebuild.stdout, rebuild.stdout
