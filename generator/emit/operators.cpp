@@ -183,16 +183,45 @@ void appendStubs(const model::Backend& backend,
        {"headers", ops::sortedUnique(std::move(headers))}}));
 }
 
+// Note [Operators the error policy keeps]
+// Under `fallback: error` a backend still has to create, print and copy
+// tensors before its spec lists much: torch.zeros needs zero_, and printing
+// a tensor runs comparisons, abs, ceil, min/max, masked_select and cat on
+// the device (torch/_tensor_str.py). The ones the spec does not register
+// stay on the CPU fallback; the list is what printing float, integer, large
+// and empty tensors, torch.zeros/ones and .to() reached in torch 2.13.
+const std::vector<std::string>& errorPolicyKeeps() {
+  static const std::vector<std::string> kKeeps = {
+      "abs.out",          "bitwise_and.Tensor_out", "cat.out",
+      "ceil.out",         "div.out",                "eq.Scalar_out",
+      "eq.Tensor_out",    "fill_.Scalar",           "gt.Scalar_out",
+      "lt.Scalar_out",    "masked_select",          "max",
+      "min",              "mul.out",                "ne.Scalar_out",
+      "ne.Tensor_out",    "zero_",
+  };
+  return kKeeps;
+}
+
 OutputFile fallbackFile(const model::Backend& backend) {
   std::vector<std::string> names;
   for (const auto& op : backend.operators()) {
     if (op.kind != spec::OpKind::kFallback) continue;
     for (const auto& m : op.members) names.push_back(m.fullName());
   }
+  std::vector<std::string> kept;
+  if (backend.fallback() == spec::FallbackPolicy::kError) {
+    for (const auto& name : errorPolicyKeeps()) {
+      if (backend.findRegistration(name) == nullptr) kept.push_back(name);
+    }
+  }
   const bool has_operators = !names.empty();
+  const bool has_kept = !kept.empty();
   return ops::backendFile("csrc/ops/RegisterFallback.cpp",
                           {{"operators", ops::sortedUnique(std::move(names))},
-                           {"has_operators", has_operators}});
+                           {"has_operators", has_operators},
+                           {"kept", ops::sortedUnique(std::move(kept))},
+                           {"has_kept", has_kept},
+                           {"has_aten", has_operators || has_kept}});
 }
 
 void appendAutocast(const model::Backend& backend,

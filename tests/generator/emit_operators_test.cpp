@@ -296,6 +296,14 @@ TEST_F(OperatorFiles, ErrorPolicyNamesTheOperatorAndTheDevice) {
   EXPECT_TRUE(has(fallback, "is not implemented for device 'npu'; add it to "));
   // The per-operator fallback stays.
   EXPECT_TRUE(has(fallback, "m.impl(\"cumsum\","));
+  // What torch needs to create and print tensors stays on the CPU, unless
+  // the spec registers it (abs.out is a stub here).
+  EXPECT_TRUE(has(fallback, "m.impl(\"zero_\","));
+  EXPECT_TRUE(has(fallback, "m.impl(\"masked_select\","));
+  EXPECT_FALSE(has(fallback, "m.impl(\"abs.out\","));
+  // The cpu policy needs none of that.
+  const auto cpu = rendered(backend(kEveryKind));
+  EXPECT_FALSE(has(cpu.at("csrc/ops/RegisterFallback.cpp"), "\"zero_\""));
 }
 
 TEST_F(OperatorFiles, TextIsStableAndClean) {
