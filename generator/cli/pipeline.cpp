@@ -1,7 +1,9 @@
 // The shared pipeline of the commands.
 #include "generator/cli/pipeline.h"
 
+#include <exception>
 #include <filesystem>
+#include <thread>
 
 #include "generator/cli/torch_cache.h"
 #include "generator/spec/spec.h"
@@ -68,21 +70,59 @@ model::Backend loadBackend(const std::string& specs_dir,
   return std::move(*backend);
 }
 
+// Note [Parallel rendering]
+// Converting template data and filling templates is most of a large run
+// (thousands of kernel starters and wrappers). Files are independent, so a
+// second thread renders every other file with its own TemplateSet (a
+// TemplateSet caches and is not shared); results keep their order, and the
+// first error by file order is the one reported.
 std::vector<write::RenderedFile> renderBackend(
     const model::Backend& backend, const emit::RunInfo& run,
     render::TemplateSet& templates, const std::string& out_dir) {
-  templates.setGlobals(emit::globalContext(backend, run));
-  std::vector<write::RenderedFile> rendered;
-  for (auto& file : emit::emitAll(backend)) {
-    if (file.user_owned && !out_dir.empty() &&
-        std::filesystem::exists(std::filesystem::path(out_dir) / file.path)) {
-      rendered.push_back({std::move(file.path), "", true});
-      continue;
+  constexpr std::size_t kParallelThreshold = 64;
+  const nlohmann::json globals = emit::globalContext(backend, run);
+  std::vector<emit::OutputFile> files = emit::emitAll(backend);
+  std::vector<write::RenderedFile> rendered(files.size());
+
+  auto renderEvery = [&](render::TemplateSet& set, std::size_t first,
+                         std::size_t step) {
+    set.setGlobals(globals);
+    for (std::size_t i = first; i < files.size(); i += step) {
+      auto& file = files[i];
+      rendered[i].path = file.path;
+      rendered[i].user_owned = file.user_owned;
+      // Existing user files are never written; skip rendering them.
+      if (file.user_owned && !out_dir.empty() &&
+          std::filesystem::exists(std::filesystem::path(out_dir) /
+                                  file.path)) {
+        continue;
+      }
+      file.data["source"] = file.source;
+      rendered[i].content = set.render(file.template_name, file.data);
     }
-    file.data["source"] = file.source;
-    rendered.push_back({std::move(file.path),
-                        templates.render(file.template_name, file.data),
-                        file.user_owned});
+  };
+
+  if (files.size() < kParallelThreshold) {
+    renderEvery(templates, 0, 1);
+    return rendered;
+  }
+  render::TemplateSet second(templates.root());
+  std::exception_ptr errors[2];
+  std::thread worker([&] {
+    try {
+      renderEvery(second, 1, 2);
+    } catch (...) {
+      errors[1] = std::current_exception();
+    }
+  });
+  try {
+    renderEvery(templates, 0, 2);
+  } catch (...) {
+    errors[0] = std::current_exception();
+  }
+  worker.join();
+  for (const auto& error : errors) {
+    if (error) std::rethrow_exception(error);
   }
   return rendered;
 }
