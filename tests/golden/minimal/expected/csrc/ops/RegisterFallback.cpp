@@ -73,6 +73,29 @@ void notImplemented(const c10::OperatorHandle& op, torch::jit::Stack*) {
 
 }  // namespace
 
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  // What torch itself runs to create, print and copy tensors stays on the
+  // CPU until the spec registers it (Note [Operators the error policy keeps]
+  // in docs/operators.md).
+  m.impl("abs.out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
+  m.impl("bitwise_and.Tensor_out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
+  m.impl("cat.out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
+  m.impl("ceil.out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
+  m.impl("div.out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
+  m.impl("eq.Scalar_out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
+  m.impl("eq.Tensor_out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
+  m.impl("fill_.Scalar", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
+  m.impl("gt.Scalar_out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
+  m.impl("lt.Scalar_out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
+  m.impl("masked_select", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
+  m.impl("max", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
+  m.impl("min", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
+  m.impl("mul.out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
+  m.impl("ne.Scalar_out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
+  m.impl("ne.Tensor_out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
+  m.impl("zero_", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
+}
+
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&notImplemented>());
 }
