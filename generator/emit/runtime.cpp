@@ -1,7 +1,8 @@
 // The runtime emitter: the device glue of a generated backend under csrc/
 // (driver error checks, device guard and stream pools, caching device
-// allocator, pinned host allocator, generators, PrivateUse1 hooks) and the
-// builtin operators written over the driver interface.
+// allocator, pinned host allocator, generators, PrivateUse1 hooks, tensor
+// metadata serialization) and the builtin operators written over the driver
+// interface.
 //
 // The files' text lives in templates/backend/csrc/; this emitter decides
 // which of them exist. Everything they vary on (names, the spec's device
@@ -35,7 +36,8 @@ std::vector<OutputFile> emitRuntime(const model::Backend& backend) {
        {"csrc/runtime/Allocator.cpp", "csrc/runtime/CpuGenerator.h",
         "csrc/runtime/DeviceGuard.cpp", "csrc/runtime/Driver.cpp",
         "csrc/runtime/Driver.h", "csrc/runtime/Generator.cpp",
-        "csrc/runtime/Hooks.cpp", "csrc/runtime/Runtime.h"}) {
+        "csrc/runtime/Hooks.cpp", "csrc/runtime/Runtime.h",
+        "csrc/runtime/Serialization.cpp"}) {
     files.push_back(templated(path, kBackendSpec));
   }
   // Without pinned memory the hooks refuse pin_memory() and no host

@@ -130,6 +130,7 @@ TEST_F(BackendFiles, DefaultSpecGivesTheWholeRuntime) {
       "csrc/runtime/Hooks.cpp",
       "csrc/runtime/HostAllocator.cpp",
       "csrc/runtime/Runtime.h",
+      "csrc/runtime/Serialization.cpp",
       "pyproject.toml",
       "torch_accel/__init__.py",
   };

@@ -382,6 +382,41 @@ def test_load_with_map_location(device, mod):
     assert moved.cpu().tolist() == list(range(6))
 
 
+def test_storage_location_tags_and_restore(device, mod, two_devices):
+    storage = torch.UntypedStorage(4, device=torch.device(device))
+    assert torch.serialization.location_tag(storage) == f"{device}:0"
+    storage = torch.UntypedStorage(4, device=torch.device(device, 1))
+    assert torch.serialization.location_tag(storage) == f"{device}:1"
+    cpu_storage = torch.arange(4.0).storage()
+    restored = torch.serialization.default_restore_location(cpu_storage, f"{device}:1")
+    assert getattr(restored, f"is_{device}")
+    assert restored.device == torch.device(device, 1)
+    tensor = torch.randn(4, 4, device=device)
+    assert getattr(tensor.storage(), f"is_{device}")
+    assert tensor.storage().size() == tensor.numel()
+
+
+def test_tensor_metadata_round_trip(device, tmp_path):
+    tensor = torch.arange(4.0, device=device)
+    assert torch._utils.get_tensor_metadata(tensor) == {}
+    metadata = {"version_number": True, "format_number": False}
+    torch._utils.set_tensor_metadata(tensor, metadata)
+    assert torch._utils.get_tensor_metadata(tensor) == metadata
+    # A shallow copy clones the metadata: changing the copy's leaves the
+    # original's alone.
+    detached = tensor.detach()
+    assert torch._utils.get_tensor_metadata(detached) == metadata
+    torch._utils.set_tensor_metadata(detached, {"version_number": False})
+    assert torch._utils.get_tensor_metadata(tensor) == metadata
+    path = tmp_path / "t.pt"
+    torch.save(tensor, path)
+    loaded = torch.load(path)
+    assert torch._utils.get_tensor_metadata(loaded) == metadata
+    assert loaded.cpu().tolist() == [0.0, 1.0, 2.0, 3.0]
+    on_cpu = torch.load(path, map_location="cpu")
+    assert torch._utils.get_tensor_metadata(on_cpu) == {}
+
+
 # ------------------------------------------------------------------- autocast
 
 

@@ -143,6 +143,15 @@ def test_pin_memory(device, mod, pinned_memory):
     assert torch.equal(on_device.cpu(), x)
 
 
+def test_pinned_storage_slices_stay_pinned(pinned_memory):
+    pinned = torch.randn(10).pin_memory()
+    rewrapped = torch.tensor((), dtype=torch.float32).set_(
+        pinned.untyped_storage()[8:], size=(5,), stride=(1,), storage_offset=0
+    )
+    assert rewrapped.is_pinned()
+    assert rewrapped.data_ptr() != pinned.data_ptr()
+
+
 def test_pinned_factory(device, pinned_memory):
     y = torch.empty(5, pin_memory=True)
     assert y.is_pinned()
