@@ -25,15 +25,26 @@ namespace fs = std::filesystem;
 // than the rest of an accgen run. The script adds the standard user and
 // prefix site-packages itself, and falls back to the full site setup only
 // when torch is not there (Debian dist-packages, .pth-based installs).
+// A virtual environment is recognised by its pyvenv.cfg (with -S, Python
+// does not apply it itself): its site-packages come first, and the base
+// interpreter's only when the venv includes system site-packages.
 constexpr std::string_view kLocateScript =
     "import sys, os\n"
     "v = 'python%d.%d' % sys.version_info[:2]\n"
+    "venv = os.path.dirname(os.path.dirname(os.path.abspath(sys.executable)))\n"
+    "cfg = os.path.join(venv, 'pyvenv.cfg')\n"
     "dirs = []\n"
-    "if sys.prefix == sys.base_prefix and not "
-    "os.environ.get('PYTHONNOUSERSITE'):\n"
-    "    dirs.append(os.path.expanduser(os.path.join('~', '.local', 'lib', v, "
-    "'site-packages')))\n"
-    "dirs.append(os.path.join(sys.prefix, 'lib', v, 'site-packages'))\n"
+    "if os.path.isfile(cfg):\n"
+    "    dirs.append(os.path.join(venv, 'lib', v, 'site-packages'))\n"
+    "    with open(cfg) as f:\n"
+    "        text = f.read().replace(' ', '').lower()\n"
+    "    system = 'include-system-site-packages=true' in text\n"
+    "else:\n"
+    "    system = True\n"
+    "if system:\n"
+    "    if not os.environ.get('PYTHONNOUSERSITE'):\n"
+    "        dirs.append(os.path.expanduser(os.path.join('~', '.local', 'lib', v, 'site-packages')))\n"
+    "    dirs.append(os.path.join(sys.base_prefix, 'lib', v, 'site-packages'))\n"
     "sys.path.extend(d for d in dirs if os.path.isdir(d))\n"
     "import importlib.util as u\n"
     "def loc(n):\n"
