@@ -129,6 +129,26 @@ def test_autoload_without_importing_the_package(device, run_python):
     assert result.stdout.strip() == "[1.0, 1.0]"
 
 
+def test_exit_with_live_tensors_and_pending_work(device, run_python):
+    # Tensors, pinned memory and queued work still alive at exit: the
+    # process must end cleanly, whatever order teardown happens in.
+    code = (
+        "import torch\n"
+        f"m = torch.{device}\n"
+        f"keep = [torch.randn(256, 256, device='{device}:{{i}}'.format(i=i)) "
+        "for i in range(m.device_count())]\n"
+        "pinned = torch.ones(1 << 16).pin_memory() if hasattr(m, 'empty_host_cache') else None\n"
+        "stream = m.Stream()\n"
+        "with m.stream(stream):\n"
+        "    busy = [k.t().contiguous() for k in keep]\n"
+        "print('done')\n"
+    )
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "done"
+    assert result.stderr == ""
+
+
 def test_autoload_can_be_disabled(device, run_python):
     code = f"import torch; print(hasattr(torch, '{device}'))"
     result = run_python(code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
