@@ -586,3 +586,26 @@ def test_complex(device, name, dtype):
     a = torch.randn(3, 4, dtype=dtype)
     b = torch.randn(3, 4, dtype=dtype)
     check(fn, [a, b], device)
+
+
+# ---------------------------------------------------------- several devices
+
+def test_operators_run_on_the_device_of_their_arguments(device, two_devices):
+    a = make((3, 4), torch.float32, seed=1)
+    b = make((3, 4), torch.float32, seed=2)
+    second = torch.device(device, 1)
+    cases = {
+        "mul": lambda x, y: x * y,  # through its out= overload
+        "mul_": lambda x, y: x.clone().mul_(y),  # in place
+        "sum": lambda x, y: x.sum(1),
+        "nonzero": lambda x, y: (x > 0).nonzero(),  # copied once
+        "cat": lambda x, y: torch.cat([x, y]),
+        "uniform_": lambda x, y: x.clone().uniform_(),
+    }
+    for name, fn in cases.items():
+        got = fn(a.to(second), b.to(second))
+        assert got.device == second, name
+        if name != "uniform_":
+            assert_same(got, fn(a, b))
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.mul(a.to(device), b.to(second))
