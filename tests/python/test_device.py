@@ -208,6 +208,14 @@ def test_torch_stream_and_event_interop(device):
     assert start.elapsed_time(event) >= 0.0
 
 
+def test_stream_as_context_manager(device, mod):
+    stream = torch.Stream(device=device)
+    with stream:
+        assert torch.accelerator.current_stream() == stream
+        assert mod.current_stream() == stream
+    assert mod.current_stream() == mod.default_stream()
+
+
 def test_current_stream_is_per_thread(mod):
     import threading
 

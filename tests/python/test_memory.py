@@ -159,6 +159,17 @@ def test_pinned_factory(device, pinned_memory):
     assert y.tolist() == [1.0] * 5
 
 
+def test_data_loader_pins_batches(device, pinned_memory):
+    from torch.utils.data import DataLoader, TensorDataset
+
+    dataset = TensorDataset(torch.arange(8.0).reshape(4, 2))
+    batches = []
+    for (batch,) in DataLoader(dataset, batch_size=2, pin_memory=True):
+        assert batch.is_pinned()
+        batches.append(batch.to(device, non_blocking=True))
+    assert torch.cat(batches).cpu().tolist() == dataset.tensors[0].tolist()
+
+
 def test_host_cache_and_stats(mod, pinned_memory):
     mod.empty_host_cache()
     pinned = torch.empty(MiB, dtype=torch.uint8).pin_memory()
