@@ -6,6 +6,7 @@
 // through StrictContext, which records each name the data does not resolve;
 // any miss turns the render into an error. Sections and inverted sections are
 // strict too: an emitter states every flag a template tests.
+#include "generator/support/io.h"
 #include "generator/render/renderer.h"
 
 #include <filesystem>
@@ -45,15 +46,13 @@ mst::data toData(const nlohmann::json& j) {
   }
 }
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+std::string readTemplate(const std::string& path) {
+  auto text = readFile(path);
+  if (!text) {
     throw AccgenError(ExitCode::kInternal,
                       "cannot read template '" + path + "'");
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return *text;
 }
 
 /// A context that resolves like kainjow's and remembers what it could not.
@@ -111,7 +110,7 @@ const std::string& TemplateSet::partialText(const std::string& name) {
   auto it = partials_.find(name);
   if (it == partials_.end()) {
     it = partials_
-             .emplace(name, readFile(root_ + "/partials/" + name + ".mustache"))
+             .emplace(name, readTemplate(root_ + "/partials/" + name + ".mustache"))
              .first;
   }
   return it->second;
@@ -120,7 +119,7 @@ const std::string& TemplateSet::partialText(const std::string& name) {
 TemplateSet::Compiled& TemplateSet::compiled(const std::string& name) {
   auto it = cache_.find(name);
   if (it != cache_.end()) return *it->second;
-  auto c = std::make_unique<Compiled>(readFile(root_ + "/" + name));
+  auto c = std::make_unique<Compiled>(readTemplate(root_ + "/" + name));
   if (!c->tmpl.is_valid()) {
     throw AccgenError(ExitCode::kInternal, "template '" + name +
                                                "': " + c->tmpl.error_message());

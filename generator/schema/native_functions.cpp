@@ -14,6 +14,7 @@
 #include <optional>
 #include <sstream>
 
+#include "generator/support/io.h"
 #include "generator/schema/schema.h"
 
 namespace accgen::schema {
@@ -655,14 +656,12 @@ bool NativeFunction::canHaveBackendKernel() const {
 }
 
 SchemaRegistry SchemaRegistry::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  auto text = readFile(path);
+  if (!text) {
     throw AccgenError(ExitCode::kInvalidInput,
                       path + ": error: cannot read native_functions.yaml");
   }
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return loadFromString(buf.str(), path);
+  return loadFromString(*text, path);
 }
 
 SchemaRegistry SchemaRegistry::loadFromString(std::string_view text,

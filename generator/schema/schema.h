@@ -307,6 +307,10 @@ struct TorchInstall {
 /// torchgen's native_functions.yaml cannot be found.
 TorchInstall findTorch();
 
+/// The version a torch/version.py declares ("2.13.0+cpu"); "" when the
+/// file cannot be read or declares none.
+std::string readTorchVersion(const std::string& version_py);
+
 /// Scans `aten_include_dir` (torch/include, or its ATen/) for
 /// DECLARE_DISPATCH(<fn type>, <name>) in ATen/native/**/*.h; returns the
 /// stub names ("abs_stub", "add_stub").

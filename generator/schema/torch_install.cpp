@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "generator/schema/schema.h"
+#include "generator/support/io.h"
 
 namespace accgen::schema {
 namespace {
@@ -61,25 +62,6 @@ constexpr std::string_view kLocateScript =
     "print(loc('torch'))\n"
     "print(loc('torchgen'))\n";
 
-std::string shellQuote(std::string_view s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
-std::string readFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
-
 [[noreturn]] void fail(const std::string& message) {
   throw AccgenError(ExitCode::kInvalidInput, "error: " + message);
 }
@@ -103,25 +85,21 @@ std::string versionFromText(const std::string& text) {
 
 }  // namespace
 
+std::string readTorchVersion(const std::string& version_py) {
+  return versionFromText(readFile(version_py).value_or(""));
+}
+
 TorchInstall findTorch() {
   const char* env = std::getenv("ACCGEN_PYTHON");
   std::string python = env && *env ? env : "python3";
-  std::string cmd = shellQuote(python) + " -S -c " + shellQuote(kLocateScript) +
-                    " 2>/dev/null";
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (!pipe) fail("cannot run Python ('" + python + "') to locate torch");
-  std::string out;
-  std::array<char, 4096> buf;
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) {
-    out.append(buf.data(), n);
-  }
-  int status = ::pclose(pipe);
-  if (status != 0) {
+  auto out = captureCommand(shellQuote(python) + " -S -c " +
+                            shellQuote(kLocateScript) + " 2>/dev/null");
+  if (!out) {
     fail("cannot run Python ('" + python +
          "') to locate torch; set ACCGEN_PYTHON to the interpreter that has "
          "torch installed");
   }
-  std::istringstream lines(out);
+  std::istringstream lines(*out);
   std::string torch_dir, torchgen_dir;
   std::getline(lines, torch_dir);
   std::getline(lines, torchgen_dir);
@@ -135,7 +113,7 @@ TorchInstall findTorch() {
   t.site_packages = fs::path(torch_dir).parent_path().string();
   t.include_dir = (fs::path(torch_dir) / "include").string();
   fs::path version_py = fs::path(torch_dir) / "version.py";
-  t.version = versionFromText(readFile(version_py));
+  t.version = readTorchVersion(version_py.string());
   if (t.version.empty()) {
     fail("cannot read the torch version from " + version_py.string());
   }
@@ -271,7 +249,7 @@ std::set<std::string> findDispatchStubs(const std::string& aten_include_dir) {
   for (; it != end; it.increment(ec)) {
     if (ec) break;
     if (!it->is_regular_file() || it->path().extension() != ".h") continue;
-    std::string text = readFile(it->path());
+    std::string text = readFile(it->path().string()).value_or("");
     if (text.find("DECLARE_DISPATCH") == std::string::npos) continue;
     scanHeader(text, stubs);
   }

@@ -18,6 +18,7 @@
 // schemas, and a lock that named the build would differ between a
 // developer's CUDA install and CI's CPU wheel, failing `generate --check`
 // for nothing.
+#include "generator/support/io.h"
 #include "generator/upgrade/lock.h"
 
 #include <algorithm>
@@ -47,13 +48,6 @@ std::string yamlQuote(std::string_view s) {
   return out + "\"";
 }
 
-std::optional<std::string> readIfExists(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 /// The operator part of "aten::add.out": "add.out".
 std::string_view unqualified(std::string_view op) {
@@ -396,7 +390,7 @@ LockPlan planLock(const model::Backend& backend,
   const auto ops = registeredOps(backend);
   const SchemaLock current = buildLock(ops, torch_version);
   plan.text = renderLock(current);
-  auto existing = readIfExists(plan.path);
+  auto existing = readFile(plan.path);
   if (!existing) {
     plan.action = LockPlan::Action::kCreate;
     plan.comparison = compareLock(SchemaLock{}, current, ops);

@@ -8,6 +8,8 @@
 // member. `unzip -p` is the fallback for machines whose Python is broken.
 #include "generator/upgrade/schema_source.h"
 
+#include "generator/support/io.h"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -24,48 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string shellQuote(std::string_view s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
-/// Runs `cmd` through the shell; returns its stdout, or nullopt when it
-/// exits non-zero.
-std::optional<std::string> capture(const std::string& cmd) {
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (!pipe) return std::nullopt;
-  std::string out;
-  std::array<char, 65536> buf;
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) {
-    out.append(buf.data(), n);
-  }
-  if (::pclose(pipe) != 0) return std::nullopt;
-  return out;
-}
-
-std::string readText(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-/// `__version__ = '2.13.0+cpu'` in torch/version.py.
-std::string versionFromVersionPy(const fs::path& version_py) {
-  static const std::regex kRe(R"(__version__\s*=\s*['"]([^'"]+)['"])");
-  std::smatch m;
-  std::string text = readText(version_py);
-  if (std::regex_search(text, m, kRe)) return m[1].str();
-  return "";
-}
-
 /// For .../site-packages/torchgen/packaged/ATen/native/native_functions.yaml,
 /// the version of the torch installed beside it; "" otherwise.
 std::string versionBesideYaml(const fs::path& yaml) {
@@ -79,7 +39,7 @@ std::string versionBesideYaml(const fs::path& yaml) {
     return "";
   }
   fs::path version_py = site / "torch" / "version.py";
-  return fs::exists(version_py) ? versionFromVersionPy(version_py) : "";
+  return schema::readTorchVersion(version_py.string());
 }
 
 /// "2.13.0" matches "2.13.0" and "2.13.0+cpu"; "2.13.0+cpu" only itself.
@@ -123,10 +83,10 @@ std::string readZipMember(const std::string& archive,
       "sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))"
       "\n";
   auto text =
-      capture(shellQuote(python) + " -c " + shellQuote(script) + " " +
+      captureCommand(shellQuote(python) + " -c " + shellQuote(script) + " " +
               shellQuote(archive) + " " + shellQuote(member) + " 2>/dev/null");
   if (text) return *text;
-  text = capture("unzip -p " + shellQuote(archive) + " " + shellQuote(member) +
+  text = captureCommand("unzip -p " + shellQuote(archive) + " " + shellQuote(member) +
                  " 2>/dev/null");
   if (text && !text->empty()) return *text;
   throw AccgenError(ExitCode::kInvalidInput,

@@ -18,6 +18,7 @@
 // error in the user's file already; one whose parameters differ is a new
 // overload and fails only at link or load time, which is what this check
 // exists to catch.
+#include "generator/support/io.h"
 #include "generator/upgrade/user_kernels.h"
 
 #include <algorithm>
@@ -305,13 +306,6 @@ SourceLoc locate(std::string_view text, std::size_t offset,
   return loc;
 }
 
-std::optional<std::string> readFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 }  // namespace
 
@@ -365,7 +359,7 @@ std::vector<Diagnostic> checkUserKernels(const model::Backend& backend,
   std::vector<Diagnostic> out;
   auto check = [&](const std::string& file, const std::string& function,
                    const schema::CppSignature& sig, const std::string& op) {
-    auto text = readFile(fs::path(out_dir.empty() ? "." : out_dir) / file);
+    auto text = readFile((fs::path(out_dir.empty() ? "." : out_dir) / file).string());
     if (!text) return;
     auto diags = checkKernelSource(*text, displayPath(out_dir, file), function,
                                    sig, op, severity);
@@ -396,7 +390,7 @@ std::vector<Diagnostic> findOrphanedKernels(const model::Backend& backend,
     used.insert(c.kernel_file);
 
   std::set<std::string> candidates;
-  if (auto text = readFile(out / write::kManifestName)) {
+  if (auto text = readFile((out / write::kManifestName).string())) {
     auto j = nlohmann::json::parse(*text, nullptr, false);
     if (!j.is_discarded() && j.contains("user_files") &&
         j["user_files"].is_array()) {

@@ -1,5 +1,6 @@
 // Safe writing of the generated tree: plan first, then write through
 // temporary files and renames, then the manifest last.
+#include "generator/support/io.h"
 #include "generator/write/writer.h"
 
 #include <algorithm>
@@ -20,13 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::optional<std::string> readIfExists(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 void writeAtomically(const fs::path& path, const std::string& content) {
   std::error_code ec;
@@ -58,7 +52,7 @@ void writeAtomically(const fs::path& path, const std::string& content) {
 /// Previously generated files and their hashes, from the old manifest.
 std::map<std::string, std::string> loadManifestHashes(const fs::path& out) {
   std::map<std::string, std::string> hashes;
-  auto text = readIfExists(out / kManifestName);
+  auto text = readFile((out / kManifestName).string());
   if (!text) return hashes;
   auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.contains("files")) {
@@ -137,7 +131,7 @@ WriteReport writeTree(const std::string& out_dir,
 
   for (const auto& f : files) {
     produced.insert(f.path);
-    auto on_disk = readIfExists(out / f.path);
+    auto on_disk = readFile((out / f.path).string());
     if (f.user_owned) {
       if (on_disk) {
         report.kept_user.push_back(f.path);
@@ -167,7 +161,7 @@ WriteReport writeTree(const std::string& out_dir,
   std::vector<std::string> stale;
   for (const auto& [path, hash] : old_hashes) {
     if (produced.count(path)) continue;
-    auto on_disk = readIfExists(out / path);
+    auto on_disk = readFile((out / path).string());
     if (!on_disk) continue;
     if (contentHash(*on_disk) != hash && !options.force) {
       report.edited.push_back(path);
@@ -190,7 +184,7 @@ WriteReport writeTree(const std::string& out_dir,
     report.removed.push_back(path);
   }
   std::string manifest = manifestText(files, options.manifest_extra);
-  if (readIfExists(out / kManifestName) != manifest) {
+  if (readFile((out / kManifestName).string()) != manifest) {
     writeAtomically(out / kManifestName, manifest);
   }
   return report;
@@ -230,7 +224,7 @@ std::vector<std::string> checkTree(const std::string& out_dir,
   std::vector<std::string> diffs;
   std::set<std::string> produced;
   auto compare = [&](const std::string& path, const std::string& content) {
-    auto on_disk = readIfExists(out / path);
+    auto on_disk = readFile((out / path).string());
     std::string d =
         unifiedDiff(on_disk.value_or(""), content,
                     on_disk ? "a/" + path : "/dev/null", "b/" + path);
@@ -246,7 +240,7 @@ std::vector<std::string> checkTree(const std::string& out_dir,
   }
   for (const auto& [path, hash] : loadManifestHashes(out)) {
     if (produced.count(path)) continue;
-    if (auto on_disk = readIfExists(out / path)) {
+    if (auto on_disk = readFile((out / path).string())) {
       diffs.push_back(unifiedDiff(*on_disk, "", "a/" + path, "/dev/null"));
     }
   }
