@@ -2,9 +2,9 @@
 
     python bench/ops_bench.py [--device accel] [--repeat 7] [--json FILE]
 
-For each operator (add, mul, sum, mm, softmax) and size (small: 1k elements,
-large: 16M elements; mm at sizes of comparable work, 32x32 and 1024x1024),
-one run measures the same operator three ways:
+For each operator (add, mul, sum, mm, softmax) and size (small: 1k elements
+per input, large: 16M; mm at sizes of comparable work, 32x32 and
+1024x1024), one run measures the same operator these ways:
 
   cpu       on CPU tensors;
   device    on device tensors, as the backend registers it (emulated: the
@@ -13,12 +13,17 @@ one run measures the same operator three ways:
             measurement: its PrivateUse1 kernel is replaced by one that
             copies the arguments to the CPU, runs the CPU kernel and copies
             the results back (what at::native::cpu_fallback does, called
-            from Python).
+            from Python);
+  out=      cpu and device again into preallocated results: the functional
+            form also measures allocation, where the device's caching
+            allocator and the CPU's malloc (which returns large blocks to
+            the system, so every new result page-faults) differ most.
 
 Each figure is the median over `repeat` timings of a loop sized to take
 about 0.2 s, with the device synchronized before the clock stops. Ratios
 are device/cpu and fallback/device. Targets (docs/operators.md): large
 device/cpu <= 1.10, small device/cpu <= 2, large fallback/device >= 3.
+The emulator's environment (ACCGEN_EMU_PROTECT, ACCGEN_EMU_SPIN_US) applies.
 """
 import argparse
 import json
@@ -30,12 +35,18 @@ import time
 import torch
 
 CASES = {
-    # name: (fn, small args shape, large args shape)
-    "add": (lambda a, b: a + b, ((1024,), (1024,)), ((16 << 20,), (16 << 20,))),
-    "mul": (lambda a, b: a * b, ((1024,), (1024,)), ((16 << 20,), (16 << 20,))),
-    "sum": (lambda a: a.sum(), ((1024,),), ((16 << 20,),)),
-    "mm": (torch.mm, ((32, 32), (32, 32)), ((1024, 1024), (1024, 1024))),
-    "softmax": (lambda a: torch.softmax(a, -1), ((8, 128),), ((4096, 4096),)),
+    # name: (functional, out= form, small arg shapes, large arg shapes)
+    "add": (lambda a, b: a + b, lambda a, b, out: torch.add(a, b, out=out),
+            ((1024,), (1024,)), ((16 << 20,), (16 << 20,))),
+    "mul": (lambda a, b: a * b, lambda a, b, out: torch.mul(a, b, out=out),
+            ((1024,), (1024,)), ((16 << 20,), (16 << 20,))),
+    "sum": (lambda a: a.sum(), lambda a, out: torch.sum(a, 0, out=out),
+            ((1024,),), ((16 << 20,),)),
+    "mm": (torch.mm, lambda a, b, out: torch.mm(a, b, out=out),
+           ((32, 32), (32, 32)), ((1024, 1024), (1024, 1024))),
+    "softmax": (lambda a: torch.softmax(a, -1),
+                lambda a, out: torch.ops.aten._softmax.out(a, -1, False, out=out),
+                ((8, 128),), ((4096, 4096),)),
 }
 # The aten operators each case reaches on the device (for the fallback).
 ATEN = {"add": ["add.Tensor"], "mul": ["mul.Tensor"],
@@ -119,29 +130,42 @@ def main():
         pass
 
     rows = []
-    for name, (fn, small, large) in CASES.items():
+    print(f"{'op':8} {'size':5} {'elements':>9}  {'cpu':>9} {'device':>9} "
+          f"{'fallback':>9}  {'dev/cpu':>7} {'fb/dev':>6}   "
+          f"{'cpu out=':>9} {'dev out=':>9} {'dev/cpu':>7}   (us)")
+    for name, (fn, out_fn, small, large) in CASES.items():
         for size, shapes in (("small", small), ("large", large)):
             g = torch.Generator().manual_seed(0)
             cpu_args = [torch.randn(s, generator=g) for s in shapes]
             dev_args = [a.to(device) for a in cpu_args]
-            torch.testing.assert_close(fn(*dev_args).cpu(), fn(*cpu_args),
+            want = fn(*cpu_args)
+            torch.testing.assert_close(fn(*dev_args).cpu(), want,
                                        rtol=1e-4, atol=1e-3)
+            cpu_out = torch.empty_like(want)
+            dev_out = torch.empty_like(want, device=device)
             t_cpu = timeit(lambda: fn(*cpu_args), sync_cpu, args.repeat)
             t_dev = timeit(lambda: fn(*dev_args), sync_dev, args.repeat)
+            t_cpu_out = timeit(lambda: out_fn(*cpu_args, out=cpu_out),
+                               sync_cpu, args.repeat)
+            t_dev_out = timeit(lambda: out_fn(*dev_args, out=dev_out),
+                               sync_dev, args.repeat)
             with ForcedFallback(ATEN[name], device):
                 t_fb = timeit(lambda: fn(*dev_args), sync_dev, args.repeat)
             elems = sum(a.numel() for a in cpu_args)
             rows.append({"op": name, "size": size, "elements": elems,
                          "cpu_us": t_cpu * 1e6, "device_us": t_dev * 1e6,
                          "fallback_us": t_fb * 1e6,
+                         "cpu_out_us": t_cpu_out * 1e6,
+                         "device_out_us": t_dev_out * 1e6,
                          "device_over_cpu": t_dev / t_cpu,
-                         "fallback_over_device": t_fb / t_dev})
+                         "fallback_over_device": t_fb / t_dev,
+                         "out_device_over_cpu": t_dev_out / t_cpu_out})
             r = rows[-1]
-            print(f"{name:8} {size:5} {elems:>9} el  cpu {r['cpu_us']:10.1f} us"
-                  f"  device {r['device_us']:10.1f} us  fallback "
-                  f"{r['fallback_us']:10.1f} us  device/cpu "
-                  f"{r['device_over_cpu']:5.2f}  fallback/device "
-                  f"{r['fallback_over_device']:5.2f}", flush=True)
+            print(f"{name:8} {size:5} {elems:>9}  {r['cpu_us']:9.1f} "
+                  f"{r['device_us']:9.1f} {r['fallback_us']:9.1f}  "
+                  f"{r['device_over_cpu']:7.2f} {r['fallback_over_device']:6.2f}"
+                  f"   {r['cpu_out_us']:9.1f} {r['device_out_us']:9.1f} "
+                  f"{r['out_device_over_cpu']:7.2f}", flush=True)
     print()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
           f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
