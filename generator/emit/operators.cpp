@@ -53,16 +53,15 @@ std::string shapeName(const model::Registration& r) {
 // it, view forms return views of it, and the few functional forms without a
 // C++ meta function, or whose result shapes depend on the data, copy their
 // new results to the device once.
-json emulateEntry(const model::Registration& r, std::vector<std::string>& headers,
-                  json& shapes) {
+json emulateEntry(const model::Registration& r,
+                  std::vector<std::string>& headers, json& shapes) {
   const schema::NativeFunction& fn = *r.function;
-  json entry = {{"name", r.fullName()}, {"via_out", false}, {"out", ""},
-                {"shape", ""}};
+  json entry = {
+      {"name", r.fullName()}, {"via_out", false}, {"out", ""}, {"shape", ""}};
   // Shapes that depend on the data (index with a boolean mask) have no
   // meta function that could give them ahead of the kernel.
-  const bool dynamic_shape =
-      std::find(fn.tags.begin(), fn.tags.end(), "dynamic_output_shape") !=
-      fn.tags.end();
+  const bool dynamic_shape = std::find(fn.tags.begin(), fn.tags.end(),
+                                       "dynamic_output_shape") != fn.tags.end();
   if (r.role == SchemaKind::kFunctional && !fn.structured_delegate.empty() &&
       !dynamic_shape) {
     entry["via_out"] = true;
@@ -82,7 +81,8 @@ void appendEmulate(const model::Backend& backend,
   std::vector<const model::Registration*> members;
   for (const auto& op : backend.operators()) {
     if (op.kind != spec::OpKind::kEmulate) continue;
-    for (const auto& m : op.members) members.push_back(&m);
+    for (const auto& m : op.members)
+      members.push_back(&m);
   }
   std::sort(members.begin(), members.end(), [](const auto* a, const auto* b) {
     return std::pair(a->schema().name, a->schema().overload) <
@@ -94,7 +94,8 @@ void appendEmulate(const model::Backend& backend,
     std::vector<std::string> headers;
     json entries = json::array();
     json shapes = json::array();
-    const std::size_t end = std::min(members.size(), (k + 1) * kEmulateShardSize);
+    const std::size_t end =
+        std::min(members.size(), (k + 1) * kEmulateShardSize);
     for (std::size_t i = k * kEmulateShardSize; i < end; ++i) {
       entries.push_back(emulateEntry(*members[i], headers, shapes));
     }
@@ -129,15 +130,23 @@ std::string nativeKernel(const schema::NativeFunction& fn) {
 // message.
 const std::vector<std::string>& stubHeaders() {
   static const std::vector<std::string> kHeaders = {
-      "ATen/native/Activation.h",    "ATen/native/BinaryOps.h",
-      "ATen/native/Copy.h",          "ATen/native/Cross.h",
-      "ATen/native/Distance.h",      "ATen/native/Fill.h",
-      "ATen/native/IndexKernel.h",   "ATen/native/Lerp.h",
-      "ATen/native/PointwiseOps.h",  "ATen/native/Pow.h",
-      "ATen/native/RangeFactories.h", "ATen/native/ReduceAllOps.h",
-      "ATen/native/ReduceOps.h",     "ATen/native/Sorting.h",
+      "ATen/native/Activation.h",
+      "ATen/native/BinaryOps.h",
+      "ATen/native/Copy.h",
+      "ATen/native/Cross.h",
+      "ATen/native/Distance.h",
+      "ATen/native/Fill.h",
+      "ATen/native/IndexKernel.h",
+      "ATen/native/Lerp.h",
+      "ATen/native/PointwiseOps.h",
+      "ATen/native/Pow.h",
+      "ATen/native/RangeFactories.h",
+      "ATen/native/ReduceAllOps.h",
+      "ATen/native/ReduceOps.h",
+      "ATen/native/Sorting.h",
       "ATen/native/TensorAdvancedIndexing.h",
-      "ATen/native/TensorCompare.h", "ATen/native/TensorFactories.h",
+      "ATen/native/TensorCompare.h",
+      "ATen/native/TensorFactories.h",
       "ATen/native/UnaryOps.h",
   };
   return kHeaders;
@@ -176,11 +185,11 @@ void appendStubs(const model::Backend& backend,
     }
   }
   if (entries.empty()) return;
-  files.push_back(ops::backendFile(
-      "csrc/ops/RegisterStubs.cpp",
-      {{"entries", entries},
-       {"stubs", ops::sortedUnique(std::move(stubs))},
-       {"headers", ops::sortedUnique(std::move(headers))}}));
+  files.push_back(
+      ops::backendFile("csrc/ops/RegisterStubs.cpp",
+                       {{"entries", entries},
+                        {"stubs", ops::sortedUnique(std::move(stubs))},
+                        {"headers", ops::sortedUnique(std::move(headers))}}));
 }
 
 // Note [Operators the error policy keeps]
@@ -192,12 +201,15 @@ void appendStubs(const model::Backend& backend,
 // and empty tensors, torch.zeros/ones and .to() reached in torch 2.13.
 const std::vector<std::string>& errorPolicyKeeps() {
   static const std::vector<std::string> kKeeps = {
-      "abs.out",          "bitwise_and.Tensor_out", "cat.out",
-      "ceil.out",         "div.out",                "eq.Scalar_out",
-      "eq.Tensor_out",    "fill_.Scalar",           "gt.Scalar_out",
-      "lt.Scalar_out",    "masked_select",          "max",
-      "min",              "mul.out",                "ne.Scalar_out",
-      "ne.Tensor_out",    "zero_",
+      "abs.out",       "bitwise_and.Tensor_out",
+      "cat.out",       "ceil.out",
+      "div.out",       "eq.Scalar_out",
+      "eq.Tensor_out", "fill_.Scalar",
+      "gt.Scalar_out", "lt.Scalar_out",
+      "masked_select", "max",
+      "min",           "mul.out",
+      "ne.Scalar_out", "ne.Tensor_out",
+      "zero_",
   };
   return kKeeps;
 }
@@ -206,7 +218,8 @@ OutputFile fallbackFile(const model::Backend& backend) {
   std::vector<std::string> names;
   for (const auto& op : backend.operators()) {
     if (op.kind != spec::OpKind::kFallback) continue;
-    for (const auto& m : op.members) names.push_back(m.fullName());
+    for (const auto& m : op.members)
+      names.push_back(m.fullName());
   }
   std::vector<std::string> kept;
   if (backend.fallback() == spec::FallbackPolicy::kError) {
@@ -233,8 +246,10 @@ void appendAutocast(const model::Backend& backend,
     if (rule.policy == spec::CastPolicy::kFp32AppendDtype) {
       throw AccgenError(
           ExitCode::kInvalidInput,
-          rule.loc.str() + ": error: policy fp32_append_dtype is not "
-                           "supported for '" + rule.full_name +
+          rule.loc.str() +
+              ": error: policy fp32_append_dtype is not "
+              "supported for '" +
+              rule.full_name +
               "'\nnote: it redispatches to another overload with a dtype "
               "argument; use fp32 or fp32_set_opt_dtype");
     }

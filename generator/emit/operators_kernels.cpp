@@ -57,10 +57,9 @@ json resultsData(const std::vector<std::string>& names,
                  const std::string& holder) {
   json results = json::array();
   for (std::size_t i = 0; i < names.size(); ++i) {
-    std::string get = names.size() == 1
-                          ? holder
-                          : "std::get<" + std::to_string(i) + ">(" + holder +
-                                ")";
+    std::string get = names.size() == 1 ? holder
+                                        : "std::get<" + std::to_string(i) +
+                                              ">(" + holder + ")";
     results.push_back({{"var", names[i]}, {"get", get}});
   }
   return results;
@@ -68,7 +67,8 @@ json resultsData(const std::vector<std::string>& names,
 
 std::string joined(const std::vector<std::string>& names) {
   std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  for (const auto& n : names)
+    out += (out.empty() ? "" : ", ") + n;
   return out;
 }
 
@@ -132,9 +132,9 @@ json kernelWrapper(const model::Operator& op, const model::Registration& m,
   }
   auto unsupported = [&] {
     throw AccgenError(ExitCode::kInvalidInput,
-                      op.loc.str() + ": error: cannot derive '" +
-                          m.fullName() + "' from the kernel of '" +
-                          p.fullName() + "'\nnote: give '" + op.full_name +
+                      op.loc.str() + ": error: cannot derive '" + m.fullName() +
+                          "' from the kernel of '" + p.fullName() +
+                          "'\nnote: give '" + op.full_name +
                           "' group: false and list the forms you need");
   };
   if (from == SchemaKind::kOut && to == SchemaKind::kFunctional) {
@@ -194,8 +194,8 @@ std::string pascal(const std::string& name) {
       up = true;
       continue;
     }
-    out += up ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
-              : c;
+    out +=
+        up ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
     up = false;
   }
   return out;
@@ -245,8 +245,7 @@ json customData(const model::CustomOperator& c, const std::string& ns) {
   }
   if (c.autograd && !all_tensors) {
     throw AccgenError(ExitCode::kInvalidInput,
-                      c.loc.str() + ": error: custom operator '" +
-                          c.full_name +
+                      c.loc.str() + ": error: custom operator '" + c.full_name +
                           "' cannot have autograd: it must return Tensors");
   }
   json saved_tensors = json::array();
@@ -259,8 +258,8 @@ json customData(const model::CustomOperator& c, const std::string& ns) {
     if (plain_tensor) {
       saved_tensors.push_back(b.name);
       backward_args.push_back("saved[" + std::to_string(tensor_index) + "]");
-      grads.push_back({{"tensor", true},
-                       {"index", std::to_string(tensor_index)}});
+      grads.push_back(
+          {{"tensor", true}, {"index", std::to_string(tensor_index)}});
       ++tensor_index;
     } else {
       saved_values.push_back(b.name);
@@ -281,7 +280,8 @@ json customData(const model::CustomOperator& c, const std::string& ns) {
     tuple_items.push_back("outputs[" + std::to_string(i) + "]");
   }
   std::vector<std::string> saved_names;
-  for (const auto& t : saved_tensors) saved_names.push_back(t);
+  for (const auto& t : saved_tensors)
+    saved_names.push_back(t);
   const std::string autograd_wrapper =
       "autograd_" + c.wrapper_name.substr(std::string("wrapper_").size());
   std::string first = firstTensor(sig);
@@ -318,7 +318,8 @@ json customData(const model::CustomOperator& c, const std::string& ns) {
        {"params",
         [&] {
           std::string params;
-          for (const auto& b : sig.arguments) params += ", " + b.decl();
+          for (const auto& b : sig.arguments)
+            params += ", " + b.decl();
           return params;
         }()},
        {"args", callArgs(sig)},
@@ -334,7 +335,8 @@ json customData(const model::CustomOperator& c, const std::string& ns) {
        {"tensor_count", std::to_string(tensor_index)},
        {"single_result", single},
        {"tuple_list", joined(tuple_items)},
-       {"forward_returns", single ? "at::Tensor" : "torch::autograd::variable_list"},
+       {"forward_returns",
+        single ? "at::Tensor" : "torch::autograd::variable_list"},
        {"guard", first},
        {"has_guard", !first.empty()},
        {"kernel_file", c.kernel_file},
@@ -410,10 +412,10 @@ void appendCustomFiles(const model::Backend& backend,
     custom.push_back(std::move(data));
   }
   if (custom.empty()) return;
-  files.push_back(backendFile("csrc/ops/CustomOps.cpp",
-                              {{"custom", custom},
-                               {"any_autograd", any_autograd},
-                               {"any_meta", any_meta}}));
+  files.push_back(
+      backendFile("csrc/ops/CustomOps.cpp", {{"custom", custom},
+                                             {"any_autograd", any_autograd},
+                                             {"any_meta", any_meta}}));
 }
 
 }  // namespace accgen::emit::ops

@@ -40,11 +40,11 @@ std::string metaFunction(const schema::FunctionSchema& schema,
                          const schema::CppSignature& signature) {
   // ATen declares a _symint overload of the meta function exactly when the
   // signature has SymInts; the plain one takes int64_t there.
-  bool symint = std::any_of(
-      signature.arguments.begin(), signature.arguments.end(),
-      [](const schema::Binding& b) {
-        return b.type.text.find("SymInt") != std::string::npos;
-      });
+  bool symint =
+      std::any_of(signature.arguments.begin(), signature.arguments.end(),
+                  [](const schema::Binding& b) {
+                    return b.type.text.find("SymInt") != std::string::npos;
+                  });
   return "at::meta::" + schema.name + (symint ? "_symint" : "");
 }
 

@@ -74,10 +74,10 @@ class OperatorFiles : public ::testing::Test {
     delete torch_;
   }
 
-  static model::Backend backend(const std::string& operators,
-                                const std::string& backend_yaml =
-                                    "device: accel\n",
-                                const std::string& autocast = kAutocast) {
+  static model::Backend backend(
+      const std::string& operators,
+      const std::string& backend_yaml = "device: accel\n",
+      const std::string& autocast = kAutocast) {
     DiagnosticEngine diags;
     spec::Specs specs;
     specs.dir = "specs";
@@ -107,7 +107,8 @@ class OperatorFiles : public ::testing::Test {
     for (const auto& file : emitOperators(b)) {
       nlohmann::json data = global;
       data["source"] = file.source;
-      for (const auto& [key, value] : file.data.items()) data[key] = value;
+      for (const auto& [key, value] : file.data.items())
+        data[key] = value;
       out[file.path] = templates.render(file.template_name, data);
     }
     return out;
@@ -131,8 +132,8 @@ TEST_F(OperatorFiles, EveryKindHasItsFiles) {
   for (const auto& f : emitOperators(b)) {
     paths.push_back(f.path);
     if (f.user_owned) user_owned.push_back(f.path);
-    EXPECT_TRUE(fs::exists(fs::path(ACCGEN_SOURCE_DIR) / "templates" /
-                           f.template_name))
+    EXPECT_TRUE(
+        fs::exists(fs::path(ACCGEN_SOURCE_DIR) / "templates" / f.template_name))
         << f.template_name;
   }
   std::sort(paths.begin(), paths.end());
@@ -147,17 +148,17 @@ TEST_F(OperatorFiles, EveryKindHasItsFiles) {
   };
   EXPECT_EQ(paths, expected);
   std::sort(user_owned.begin(), user_owned.end());
-  EXPECT_EQ(user_owned,
-            (std::vector<std::string>{"kernels/mm.cpp", "kernels/mul_out.cpp",
-                                      "kernels/relu.cpp",
-                                      "kernels/scaled_add.cpp"}));
+  EXPECT_EQ(user_owned, (std::vector<std::string>{
+                            "kernels/mm.cpp", "kernels/mul_out.cpp",
+                            "kernels/relu.cpp", "kernels/scaled_add.cpp"}));
 }
 
 TEST_F(OperatorFiles, OnlyBuiltinsGiveTheEmulationAndTheFallback) {
   const auto b = backend(std::string("operators:\n") + kBuiltins,
                          "device: accel\n", "dtype: float16\n");
   std::vector<std::string> paths;
-  for (const auto& f : emitOperators(b)) paths.push_back(f.path);
+  for (const auto& f : emitOperators(b))
+    paths.push_back(f.path);
   std::sort(paths.begin(), paths.end());
   EXPECT_EQ(paths, (std::vector<std::string>{
                        "csrc/ops/Autocast.cpp", "csrc/ops/Emulate.cpp",
@@ -223,8 +224,9 @@ TEST_F(OperatorFiles, KernelGroupsDeriveFromTheirPrimary) {
                   "at::Tensor& other, at::Tensor& out);"))
       << decls;
   EXPECT_TRUE(has(decls, "also serves mul.Tensor, mul_.Tensor"));
-  EXPECT_TRUE(has(decls, "at::Tensor kernel_mm(const at::Tensor& self, const "
-                         "at::Tensor& mat2);"));
+  EXPECT_TRUE(has(decls,
+                  "at::Tensor kernel_mm(const at::Tensor& self, const "
+                  "at::Tensor& mat2);"));
   const std::string& reg = files.at("csrc/ops/RegisterKernels.cpp");
   // Functional from out=: meta shapes, then the out= kernel.
   EXPECT_TRUE(has(reg,
@@ -234,16 +236,18 @@ TEST_F(OperatorFiles, KernelGroupsDeriveFromTheirPrimary) {
                   "out);\n  return out;"))
       << reg;
   // In-place from out=: self as out.
-  EXPECT_TRUE(has(reg, "kernels::kernel_mul_out(self, other, self);\n  return "
-                       "self;"));
+  EXPECT_TRUE(has(reg,
+                  "kernels::kernel_mul_out(self, other, self);\n  return "
+                  "self;"));
   // In-place from a functional primary (relu_ from relu).
-  EXPECT_TRUE(has(reg, "  const auto result = kernels::kernel_relu(self);\n  "
-                       "self.copy_(result);\n  return self;"));
+  EXPECT_TRUE(has(reg,
+                  "  const auto result = kernels::kernel_relu(self);\n  "
+                  "self.copy_(result);\n  return self;"));
   // group: false registers the listed form only.
   EXPECT_TRUE(has(reg, "m.impl(\"mm\", TORCH_FN(wrapper_mm));"));
   EXPECT_FALSE(has(reg, "\"mm.out\""));
-  for (const char* op : {"mul.Tensor", "mul_.Tensor", "mul.out", "relu",
-                         "relu_"}) {
+  for (const char* op :
+       {"mul.Tensor", "mul_.Tensor", "mul.out", "relu", "relu_"}) {
     EXPECT_TRUE(has(reg, std::string("m.impl(\"") + op + "\", TORCH_FN("))
         << op;
   }
@@ -261,37 +265,43 @@ TEST_F(OperatorFiles, StubsCustomOperatorsAutocastAndFallback) {
   EXPECT_TRUE(has(stubs, "return at::native::abs_out(self, out);"));
   EXPECT_TRUE(has(stubs, "REGISTER_PRIVATEUSE1_DISPATCH(\n    abs_stub, "));
   const std::string& custom = files.at("csrc/ops/CustomOps.cpp");
-  EXPECT_TRUE(has(custom, "TORCH_LIBRARY(accel, m) {\n  m.def(\"scaled_add("
-                          "Tensor self, Tensor other, float alpha=1.0) -> "
-                          "Tensor\");"));
+  EXPECT_TRUE(has(custom,
+                  "TORCH_LIBRARY(accel, m) {\n  m.def(\"scaled_add("
+                  "Tensor self, Tensor other, float alpha=1.0) -> "
+                  "Tensor\");"));
   EXPECT_TRUE(has(custom, "TORCH_LIBRARY_IMPL(accel, Meta, m)"));
   EXPECT_TRUE(has(custom, "TORCH_LIBRARY_IMPL(accel, AutogradPrivateUse1, m)"));
   EXPECT_TRUE(has(custom, "ctx->saved_data[\"alpha\"] = alpha;"));
-  EXPECT_TRUE(has(custom, "kernels::backward_scaled_add(grad_outputs, "
-                          "saved[0], saved[1], "
-                          "ctx->saved_data[\"alpha\"].toDouble());"));
+  EXPECT_TRUE(has(custom,
+                  "kernels::backward_scaled_add(grad_outputs, "
+                  "saved[0], saved[1], "
+                  "ctx->saved_data[\"alpha\"].toDouble());"));
   const std::string& starter = files.at("kernels/scaled_add.cpp");
   EXPECT_TRUE(has(starter, "return at::empty_like(self);"));
   const std::string& autocast = files.at("csrc/ops/Autocast.cpp");
   EXPECT_TRUE(has(autocast, "KERNEL_PRIVATEUSEONE(mm, lower_precision_fp)"));
   EXPECT_TRUE(has(autocast, "KERNEL_PRIVATEUSEONE(softmax, int, fp32)"));
   EXPECT_TRUE(has(autocast, "at::kBFloat16"));
-  EXPECT_TRUE(has(autocast, "m.fallback(torch::CppFunction::makeFallthrough());"));
+  EXPECT_TRUE(
+      has(autocast, "m.fallback(torch::CppFunction::makeFallthrough());"));
   const std::string& fallback = files.at("csrc/ops/RegisterFallback.cpp");
-  EXPECT_TRUE(has(fallback, "m.impl(\"cumsum\", torch::CppFunction::"
-                            "makeFromBoxedFunction<&cpuFallback>());"));
+  EXPECT_TRUE(has(fallback,
+                  "m.impl(\"cumsum\", torch::CppFunction::"
+                  "makeFromBoxedFunction<&cpuFallback>());"));
   EXPECT_TRUE(has(fallback, "m.impl(\"cumsum_\","));
-  EXPECT_TRUE(has(fallback, "m.fallback(torch::CppFunction::"
-                            "makeFromBoxedFunction<&cpuFallback>());"));
+  EXPECT_TRUE(has(fallback,
+                  "m.fallback(torch::CppFunction::"
+                  "makeFromBoxedFunction<&cpuFallback>());"));
   EXPECT_FALSE(has(fallback, "notImplemented"));
 }
 
 TEST_F(OperatorFiles, ErrorPolicyNamesTheOperatorAndTheDevice) {
-  const auto files = rendered(
-      backend(kEveryKind, "device: npu\nfallback: error\n"));
+  const auto files =
+      rendered(backend(kEveryKind, "device: npu\nfallback: error\n"));
   const std::string& fallback = files.at("csrc/ops/RegisterFallback.cpp");
-  EXPECT_TRUE(has(fallback, "m.fallback(torch::CppFunction::"
-                            "makeFromBoxedFunction<&notImplemented>());"))
+  EXPECT_TRUE(has(fallback,
+                  "m.fallback(torch::CppFunction::"
+                  "makeFromBoxedFunction<&notImplemented>());"))
       << fallback;
   EXPECT_TRUE(has(fallback, "is not implemented for device 'npu'; add it to "));
   // The per-operator fallback stays.
@@ -329,8 +339,9 @@ TEST_F(OperatorFiles, StubOnAStructuredOperatorIsRefused) {
     FAIL() << "expected an error";
   } catch (const AccgenError& e) {
     EXPECT_TRUE(has(e.what(), "specs/operators.yaml:")) << e.what();
-    EXPECT_TRUE(has(e.what(), "'sin.out' cannot be registered as a stub: it "
-                              "is structured"))
+    EXPECT_TRUE(has(e.what(),
+                    "'sin.out' cannot be registered as a stub: it "
+                    "is structured"))
         << e.what();
   }
 }
