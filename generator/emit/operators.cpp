@@ -152,6 +152,30 @@ const std::vector<std::string>& stubHeaders() {
   return kHeaders;
 }
 
+// "self, other" without the out arguments; the out arguments' names.
+std::pair<std::string, std::vector<std::string>> splitOut(
+    const schema::CppSignature& sig) {
+  std::string args;
+  std::vector<std::string> outs;
+  for (const auto& b : sig.arguments) {
+    if (b.argument != nullptr && b.argument->is_out) {
+      outs.push_back(b.name);
+      continue;
+    }
+    args += (args.empty() ? "" : ", ") + b.name;
+  }
+  return {args, outs};
+}
+
+// Note [Stubs of structured operators]
+// The CPU kernel of an unstructured out= operator (abs_out) is an ordinary
+// device-generic function: the stub entry registers it as it is. A
+// structured one (sin.out) is a class, at::native::structured_sin_out, whose
+// meta() builds a TensorIterator and calls set_output_*() for each result,
+// and whose impl() calls the stub. The registration instantiates it with
+// the out= tensor as its output (IntoOutput in RegisterStubs.cpp), which is
+// what torchgen does for in-tree backends. Only TensorIterator-based
+// classes with one output and no precomputed values fit that shape.
 void appendStubs(const model::Backend& backend,
                  std::vector<OutputFile>& files) {
   json entries = json::array();
@@ -160,26 +184,40 @@ void appendStubs(const model::Backend& backend,
   for (const auto& op : backend.operators()) {
     if (op.kind != spec::OpKind::kStub) continue;
     for (const auto& m : op.members) {
-      const std::string native = nativeKernel(*m.function);
-      if (native.empty() || m.function->structured) {
+      const schema::NativeFunction& fn = *m.function;
+      const std::string native = nativeKernel(fn);
+      auto [args, outs] = splitOut(m.signature);
+      const bool structured = fn.structured;
+      std::string why;
+      if (native.empty()) {
+        why = "has no CPU kernel to route to the stub";
+      } else if (structured && fn.structured_inherits != "TensorIteratorBase") {
+        why = "is structured without a TensorIterator";
+      } else if (structured && outs.size() != 1) {
+        why = "is structured with more than one out argument";
+      }
+      if (!why.empty()) {
         throw AccgenError(
             ExitCode::kInvalidInput,
             op.loc.str() + ": error: operator '" + m.fullName() +
-                "' cannot be registered as a stub: it " +
-                (native.empty() ? "has no CPU kernel to route to the stub"
-                                : "is structured") +
-                "\nnote: list the operator whose CPU kernel is an unstructured "
-                "at::native function calling the stub (e.g. abs.out), or use "
-                "kind emulate");
+                "' cannot be registered as a stub: it " + why +
+                "\nnote: list the out= operator whose CPU kernel calls the "
+                "stub (abs.out, sin.out), or use kind emulate");
       }
       headers.push_back("ATen/ops/" + m.schema().baseName() + "_native.h");
       json entry = ops::returnsData(m.signature);
-      entry.update({{"name", m.fullName()},
-                    {"stub", op.stub},
-                    {"wrapper", m.wrapper_name},
-                    {"decl", m.signature.decl(m.wrapper_name)},
-                    {"native", "at::native::" + native},
-                    {"args", ops::callArgs(m.signature)}});
+      entry.update(
+          {{"name", m.fullName()},
+           {"stub", op.stub},
+           {"wrapper", m.wrapper_name},
+           {"decl", m.signature.decl(m.wrapper_name)},
+           {"native", "at::native::" + native},
+           {"args", ops::callArgs(m.signature)},
+           {"structured", structured},
+           {"structured_class",
+            structured ? "at::native::structured_" + native : ""},
+           {"meta_args", args},
+           {"out", structured ? outs[0] : ""}});
       entries.push_back(std::move(entry));
       stubs.push_back(op.stub);
     }

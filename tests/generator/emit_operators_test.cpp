@@ -331,17 +331,29 @@ TEST_F(OperatorFiles, TextIsStableAndClean) {
   }
 }
 
-TEST_F(OperatorFiles, StubOnAStructuredOperatorIsRefused) {
+TEST_F(OperatorFiles, StructuredStubsRunTheirKernelClass) {
+  const auto files = rendered(
+      backend(std::string("operators:\n") + kBuiltins +
+              "  - {op: sin.out, kind: stub, stub: abs_stub}\n"));
+  const std::string& stubs = files.at("csrc/ops/RegisterStubs.cpp");
+  EXPECT_TRUE(has(stubs,
+                  "  IntoOutput<at::native::structured_sin_out> kernel(out);\n"
+                  "  kernel.meta(self);\n"
+                  "  kernel.impl(self, kernel.maybe_get_output(0));\n"
+                  "  return out;"))
+      << stubs;
+}
+
+TEST_F(OperatorFiles, StubWithoutATensorIteratorIsRefused) {
   const auto b = backend(std::string("operators:\n") + kBuiltins +
-                         "  - {op: sin.out, kind: stub, stub: abs_stub}\n");
+                         "  - {op: mm.out, kind: stub, stub: abs_stub}\n");
   try {
     emitOperators(b);
     FAIL() << "expected an error";
   } catch (const AccgenError& e) {
     EXPECT_TRUE(has(e.what(), "specs/operators.yaml:")) << e.what();
-    EXPECT_TRUE(has(e.what(),
-                    "'sin.out' cannot be registered as a stub: it "
-                    "is structured"))
+    EXPECT_TRUE(has(e.what(), "'mm.out' cannot be registered as a stub: it "
+                              "is structured without a TensorIterator"))
         << e.what();
   }
 }

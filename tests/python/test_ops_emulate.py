@@ -609,3 +609,30 @@ def test_operators_run_on_the_device_of_their_arguments(device, two_devices):
             assert_same(got, fn(a, b))
     with pytest.raises(RuntimeError, match="same device"):
         torch.mul(a.to(device), b.to(second))
+
+
+# ------------------------------------------------------------------- stubs
+
+def test_stub_entries_run_the_stub_loop_on_the_device(device):
+    # abs.out (a plain at::native function) and sin.out (a structured
+    # kernel class) reach abs_stub and sin_stub, whose device entries run
+    # the CPU loops on the device memory.
+    x = make((4, 5), torch.float32)
+    for fn in (torch.abs, torch.sin):
+        for _, v in layouts((4, 5), torch.float32):
+            check(fn, [v], device)
+        out = torch.empty(0, device=device)
+        assert fn(x.to(device), out=out) is out
+        assert_same(out, fn(x))
+    d = x.to(device)
+    d.sin_()
+    assert_same(d, torch.sin(x))
+    check(torch.abs, [make((6,), torch.int64)], device)
+
+
+def test_stub_loops_refuse_to_cast(device):
+    # Note [Emulated stub entries do not cast]: sin of an int64 tensor
+    # computes in float32, which the CPU loop cannot read the input as.
+    with pytest.raises(RuntimeError, match="stub loop computes in Float but "
+                       "an operand is Long"):
+        torch.sin(torch.arange(4).to(device))
