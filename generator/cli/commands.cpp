@@ -40,7 +40,8 @@ std::string regenerateCommand(const GenerateOptions& o) {
 
 /// Prints `diags` (warnings about user kernels) on stderr.
 void printDiagnostics(const std::vector<Diagnostic>& diags) {
-  for (const auto& d : diags) std::cerr << d.format();
+  for (const auto& d : diags)
+    std::cerr << d.format();
 }
 
 int runGenerate(const GenerateOptions& o) {
@@ -72,12 +73,12 @@ int runGenerate(const GenerateOptions& o) {
       std::cout << o.out << " is up to date with " << o.specs << "\n";
       return static_cast<int>(ExitCode::kOk);
     }
-    for (const auto& d : diffs) std::cout << d;
+    for (const auto& d : diffs)
+      std::cout << d;
     std::cerr << "error: " << diffs.size() << " generated file"
               << (diffs.size() == 1 ? "" : "s") << " in " << o.out
               << " differ from what " << o.specs
-              << " produces; regenerate with: " << regenerateCommand(o)
-              << "\n";
+              << " produces; regenerate with: " << regenerateCommand(o) << "\n";
     return static_cast<int>(ExitCode::kCheckDiff);
   }
 
@@ -164,9 +165,10 @@ int run(int argc, char** argv) {
       app.add_subcommand("validate", "Validate the specs; print errors only");
   validate->add_option("--specs", validate_specs, "Spec directory")
       ->capture_default_str();
-  validate->add_option("--out", validate_out,
-                       "Project directory holding kernels/ (user kernels "
-                       "are checked against their operators)")
+  validate
+      ->add_option("--out", validate_out,
+                   "Project directory holding kernels/ (user kernels "
+                   "are checked against their operators)")
       ->capture_default_str();
   validate->add_option("--schemas", validate_schemas,
                        "native_functions.yaml or torch version to validate "
@@ -178,13 +180,15 @@ int run(int argc, char** argv) {
       "schema-diff",
       "Compare two native_functions.yaml (or torch versions); report what "
       "changed for this backend");
-  schema_diff->add_option("old", diff_options.old_source,
-                          "Old schemas: native_functions.yaml or a torch "
-                          "version")
+  schema_diff
+      ->add_option("old", diff_options.old_source,
+                   "Old schemas: native_functions.yaml or a torch "
+                   "version")
       ->required();
-  schema_diff->add_option("new", diff_options.new_source,
-                          "New schemas: native_functions.yaml or a torch "
-                          "version")
+  schema_diff
+      ->add_option("new", diff_options.new_source,
+                   "New schemas: native_functions.yaml or a torch "
+                   "version")
       ->required();
   schema_diff->add_option("--specs", diff_specs,
                           "Spec directory: report what this backend must "
@@ -196,10 +200,10 @@ int run(int argc, char** argv) {
 
   InspectOptions inspect_options;
   auto* inspect = app.add_subcommand(
-      "inspect",
-      "Show an operator's schema, C++ signature and registration");
-  inspect->add_option("operator", inspect_options.op,
-                      "Operator: name.overload, name, or ns::name")
+      "inspect", "Show an operator's schema, C++ signature and registration");
+  inspect
+      ->add_option("operator", inspect_options.op,
+                   "Operator: name.overload, name, or ns::name")
       ->required();
   inspect->add_option("--specs", inspect_options.specs, "Spec directory")
       ->capture_default_str();

@@ -3,9 +3,9 @@
 // generated into the same directory exactly as `accgen generate` would.
 #include "generator/cli/init.h"
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "generator/cli/pipeline.h"
 #include "generator/spec/names.h"
@@ -47,18 +47,16 @@ void writeNew(const fs::path& path, const std::string& content) {
 
 }  // namespace
 
-int runInit(const InitOptions& options, std::ostream& out,
-            std::ostream& err) {
+int runInit(const InitOptions& options, std::ostream& out, std::ostream& err) {
   if (std::string problem = spec::deviceNameProblem(options.name);
       !problem.empty()) {
-    throw AccgenError(ExitCode::kInvalidInput,
-                      "error: invalid device name '" + options.name +
-                          "': " + problem);
+    throw AccgenError(
+        ExitCode::kInvalidInput,
+        "error: invalid device name '" + options.name + "': " + problem);
   }
-  const fs::path dir = options.dir.empty() ? fs::path(options.name)
-                                           : fs::path(options.dir);
-  if (fs::exists(dir) &&
-      (!fs::is_directory(dir) || !fs::is_empty(dir))) {
+  const fs::path dir =
+      options.dir.empty() ? fs::path(options.name) : fs::path(options.dir);
+  if (fs::exists(dir) && (!fs::is_directory(dir) || !fs::is_empty(dir))) {
     throw AccgenError(ExitCode::kRefusedOverwrite,
                       dir.string() +
                           ": error: directory exists and is not empty; "

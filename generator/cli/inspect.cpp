@@ -70,7 +70,8 @@ int runInspect(const InspectOptions& options, std::ostream& out,
     j["defined_at"] = fn->loc.str();
     j["signature"] = schema::dispatcherSignature(fn->schema).decl("kernel");
     nlohmann::ordered_json dispatch = nlohmann::ordered_json::object();
-    for (const auto& [key, kernel] : fn->dispatch) dispatch[key] = kernel;
+    for (const auto& [key, kernel] : fn->dispatch)
+      dispatch[key] = kernel;
     j["dispatch"] = dispatch;
     j["composite_implicit"] = fn->hasCompositeImplicitAutograd();
     j["cpu_kernel"] = schemas.registry->hasCpuKernel(*fn);

@@ -7,8 +7,8 @@
 
 #include "generator/cli/torch_cache.h"
 #include "generator/spec/spec.h"
-#include "generator/upgrade/schema_source.h"
 #include "generator/support/diagnostics.h"
+#include "generator/upgrade/schema_source.h"
 
 namespace accgen::cli {
 
@@ -24,10 +24,11 @@ SchemaSource loadSchemas(const std::string& schemas_file) {
   } else {
     // A native_functions.yaml path, or a torch version (installed, or a
     // wheel in $ACCGEN_WHEEL_DIR): docs/upgrading.md.
-    upgrade::SchemaSource resolved = upgrade::loadSchemaSource(schemas_file, "");
+    upgrade::SchemaSource resolved =
+        upgrade::loadSchemaSource(schemas_file, "");
     source.torch_version = resolved.torch_version;
-    source.registry = std::make_unique<schema::SchemaRegistry>(
-        std::move(resolved.registry));
+    source.registry =
+        std::make_unique<schema::SchemaRegistry>(std::move(resolved.registry));
     // The installed torch still provides the ATen headers (DispatchStubs).
     try {
       TorchFacts facts = findTorchCached();
@@ -45,9 +46,10 @@ model::Backend loadBackend(const std::string& specs_dir,
                            const SchemaSource& schemas, std::ostream& err) {
   if (!std::filesystem::is_directory(specs_dir)) {
     throw AccgenError(ExitCode::kInvalidInput,
-                      specs_dir + ": error: no such spec directory (give "
-                                  "one with --specs, or run inside a project "
-                                  "made by `accgen init`)");
+                      specs_dir +
+                          ": error: no such spec directory (give "
+                          "one with --specs, or run inside a project "
+                          "made by `accgen init`)");
   }
   DiagnosticEngine diags;
   auto specs = spec::loadSpecs(specs_dir, diags);
@@ -76,9 +78,10 @@ model::Backend loadBackend(const std::string& specs_dir,
 // second thread renders every other file with its own TemplateSet (a
 // TemplateSet caches and is not shared); results keep their order, and the
 // first error by file order is the one reported.
-std::vector<write::RenderedFile> renderBackend(
-    const model::Backend& backend, const emit::RunInfo& run,
-    render::TemplateSet& templates, const std::string& out_dir) {
+std::vector<write::RenderedFile> renderBackend(const model::Backend& backend,
+                                               const emit::RunInfo& run,
+                                               render::TemplateSet& templates,
+                                               const std::string& out_dir) {
   constexpr std::size_t kParallelThreshold = 64;
   const nlohmann::json globals = emit::globalContext(backend, run);
   std::vector<emit::OutputFile> files = emit::emitAll(backend);
@@ -93,8 +96,7 @@ std::vector<write::RenderedFile> renderBackend(
       rendered[i].user_owned = file.user_owned;
       // Existing user files are never written; skip rendering them.
       if (file.user_owned && !out_dir.empty() &&
-          std::filesystem::exists(std::filesystem::path(out_dir) /
-                                  file.path)) {
+          std::filesystem::exists(std::filesystem::path(out_dir) / file.path)) {
         continue;
       }
       file.data["source"] = file.source;

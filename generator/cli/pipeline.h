@@ -5,8 +5,8 @@
 
 #include <memory>
 #include <optional>
-#include <set>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,10 +41,10 @@ model::Backend loadBackend(const std::string& specs_dir,
 /// Runs every emitter and renders its files with `templates`. User-owned
 /// files that already exist under `out_dir` (when given) are listed with
 /// empty content and not rendered: the writer never touches them.
-std::vector<write::RenderedFile> renderBackend(
-    const model::Backend& backend, const emit::RunInfo& run,
-    render::TemplateSet& templates, const std::string& out_dir = "");
-
+std::vector<write::RenderedFile> renderBackend(const model::Backend& backend,
+                                               const emit::RunInfo& run,
+                                               render::TemplateSet& templates,
+                                               const std::string& out_dir = "");
 
 /// What the manifest records besides the files.
 nlohmann::json manifestExtra(const emit::RunInfo& run);

@@ -1,11 +1,11 @@
 // The torch-location cache (Note [Torch cache] in torch_cache.h).
 #include "generator/cli/torch_cache.h"
 
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -47,9 +47,9 @@ std::string stamps(const schema::TorchInstall& t) {
 
 TorchFacts findTorchCached() {
   const bool enabled = envOr("ACCGEN_NO_CACHE", "") != "1";
-  const std::string key = write::contentHash(
-      envOr("ACCGEN_PYTHON", "python3") + "\n" + envOr("PATH", "") + "\n" +
-      envOr("VIRTUAL_ENV", ""));
+  const std::string key =
+      write::contentHash(envOr("ACCGEN_PYTHON", "python3") + "\n" +
+                         envOr("PATH", "") + "\n" + envOr("VIRTUAL_ENV", ""));
   const fs::path file = cacheDir() / ("torch-" + key + ".json");
 
   if (enabled) {
@@ -64,7 +64,8 @@ TorchFacts findTorchCached() {
       t.native_functions_yaml = j.value("native_functions_yaml", "");
       t.include_dir = j.value("include_dir", "");
       if (!t.torch_dir.empty() && j.value("stamps", "") == stamps(t)) {
-        for (const auto& s : j.value("dispatch_stubs", nlohmann::json::array())) {
+        for (const auto& s :
+             j.value("dispatch_stubs", nlohmann::json::array())) {
           facts.dispatch_stubs.insert(s.get<std::string>());
         }
         return facts;

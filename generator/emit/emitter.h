@@ -53,8 +53,7 @@ const std::vector<Emitter>& registry();
 /// Values every template may use: device, DEVICE, package, namespace,
 /// device_count, memory_bytes, fallback_cpu, fallback_error, features,
 /// torch_version, torch_version_major, torch_version_minor, accgen_version.
-nlohmann::json globalContext(const model::Backend& backend,
-                             const RunInfo& run);
+nlohmann::json globalContext(const model::Backend& backend, const RunInfo& run);
 
 /// Runs every emitter; the result is sorted by path. Two emitters producing
 /// one path is an internal error.

@@ -27,7 +27,8 @@ const std::vector<Emitter>& registry() {
 namespace {
 
 std::string upper(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::toupper(c));
+  for (char& c : s)
+    c = static_cast<char>(std::toupper(c));
   return s;
 }
 
@@ -43,8 +44,8 @@ std::pair<int, int> majorMinor(const std::string& version) {
 nlohmann::json globalContext(const model::Backend& backend,
                              const RunInfo& run) {
   auto [major, minor] = majorMinor(run.torch_version);
-  std::string plain_version = run.torch_version.substr(
-      0, run.torch_version.find('+'));
+  std::string plain_version =
+      run.torch_version.substr(0, run.torch_version.find('+'));
   return {
       {"device", backend.device()},
       {"DEVICE", upper(backend.device())},

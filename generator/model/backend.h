@@ -77,13 +77,9 @@ struct Operator {
   /// The listed form.
   const Registration& primary() const;
   /// The listed form's native_functions.yaml entry.
-  const schema::NativeFunction& function() const {
-    return *primary().function;
-  }
+  const schema::NativeFunction& function() const { return *primary().function; }
   /// The listed form's C++ dispatcher signature.
-  const schema::CppSignature& signature() const {
-    return primary().signature;
-  }
+  const schema::CppSignature& signature() const { return primary().signature; }
   /// The member named `full_name`, or nullptr.
   const Registration* member(std::string_view full_name) const;
 };

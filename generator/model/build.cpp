@@ -198,7 +198,8 @@ class BackendBuilder {
       for (const auto& fn : registry_.functions()) {
         overloads_[fn.schema.name].push_back(fn.schema.fullName());
       }
-      for (auto& [_, v] : overloads_) std::sort(v.begin(), v.end(), nameLess);
+      for (auto& [_, v] : overloads_)
+        std::sort(v.begin(), v.end(), nameLess);
     }
     auto it = overloads_.find(std::string(name));
     if (it == overloads_.end()) return {};
@@ -416,7 +417,8 @@ class BackendBuilder {
   // are left out of the expansion so that one clash is one error.
   void expandGroups() {
     std::vector<std::vector<const NativeFunction*>> siblings;
-    for (const auto& r : resolved_) siblings.push_back(groupSiblings(r.op));
+    for (const auto& r : resolved_)
+      siblings.push_back(groupSiblings(r.op));
 
     std::set<std::size_t> clashing;
     std::set<std::pair<std::size_t, std::size_t>> reported;
@@ -662,7 +664,8 @@ class BackendBuilder {
   // and files must be unique as they are, since the user writes them.
   void assignNames() {
     std::vector<Operator> ops;
-    for (auto& r : resolved_) ops.push_back(std::move(r.op));
+    for (auto& r : resolved_)
+      ops.push_back(std::move(r.op));
     std::sort(ops.begin(), ops.end(), [](const Operator& a, const Operator& b) {
       return std::tie(a.name, a.overload) < std::tie(b.name, b.overload);
     });
@@ -691,7 +694,8 @@ class BackendBuilder {
                 [](const Registration& a, const Registration& b) {
                   return nameLess(a.fullName(), b.fullName());
                 });
-      for (auto& m : op.members) m.wrapper_name = uniqueWrapper(m.fullName());
+      for (auto& m : op.members)
+        m.wrapper_name = uniqueWrapper(m.fullName());
       if (op.kind == OpKind::kKernel) {
         op.kernel_name = "kernel_" + sanitize(op.full_name);
         op.kernel_file = "kernels/" + sanitize(op.full_name) + ".cpp";

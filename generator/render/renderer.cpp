@@ -6,13 +6,13 @@
 // through StrictContext, which records each name the data does not resolve;
 // any miss turns the render into an error. Sections and inverted sections are
 // strict too: an emitter states every flag a template tests.
-#include "generator/support/io.h"
 #include "generator/render/renderer.h"
+#include "generator/support/io.h"
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 #include <kainjow/mustache.hpp>
 
@@ -27,12 +27,14 @@ mst::data toData(const nlohmann::json& j) {
   switch (j.type()) {
     case nlohmann::json::value_t::object: {
       mst::data d{mst::data::type::object};
-      for (const auto& [key, value] : j.items()) d.set(key, toData(value));
+      for (const auto& [key, value] : j.items())
+        d.set(key, toData(value));
       return d;
     }
     case nlohmann::json::value_t::array: {
       mst::data d{mst::data::type::list};
-      for (const auto& value : j) d.push_back(toData(value));
+      for (const auto& value : j)
+        d.push_back(toData(value));
       return d;
     }
     case nlohmann::json::value_t::string:
@@ -110,7 +112,8 @@ const std::string& TemplateSet::partialText(const std::string& name) {
   auto it = partials_.find(name);
   if (it == partials_.end()) {
     it = partials_
-             .emplace(name, readTemplate(root_ + "/partials/" + name + ".mustache"))
+             .emplace(name,
+                      readTemplate(root_ + "/partials/" + name + ".mustache"))
              .first;
   }
   return it->second;
@@ -121,8 +124,8 @@ TemplateSet::Compiled& TemplateSet::compiled(const std::string& name) {
   if (it != cache_.end()) return *it->second;
   auto c = std::make_unique<Compiled>(readTemplate(root_ + "/" + name));
   if (!c->tmpl.is_valid()) {
-    throw AccgenError(ExitCode::kInternal, "template '" + name +
-                                               "': " + c->tmpl.error_message());
+    throw AccgenError(ExitCode::kInternal,
+                      "template '" + name + "': " + c->tmpl.error_message());
   }
   c->tmpl.set_custom_escape([](const std::string& s) { return s; });
   return *cache_.emplace(name, std::move(c)).first->second;
@@ -130,10 +133,10 @@ TemplateSet::Compiled& TemplateSet::compiled(const std::string& name) {
 
 namespace {
 
-std::string renderWith(mst::mustache& tmpl, const nlohmann::json& data,
-                       const mst::data* globals, const std::string& label,
-                       std::function<const std::string&(const std::string&)>
-                           partial) {
+std::string renderWith(
+    mst::mustache& tmpl, const nlohmann::json& data, const mst::data* globals,
+    const std::string& label,
+    std::function<const std::string&(const std::string&)> partial) {
   mst::data root = toData(data);
   StrictContext ctx(globals, std::move(partial));
   if (globals == nullptr) ctx.pop();
@@ -149,9 +152,8 @@ std::string renderWith(mst::mustache& tmpl, const nlohmann::json& data,
       if (names.find("'" + m + "'") != std::string::npos) continue;
       names += (names.empty() ? "'" : ", '") + m + "'";
     }
-    throw AccgenError(ExitCode::kInternal, "template '" + label +
-                                               "': undefined variable " +
-                                               names);
+    throw AccgenError(ExitCode::kInternal,
+                      "template '" + label + "': undefined variable " + names);
   }
   return out;
 }

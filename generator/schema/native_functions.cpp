@@ -14,8 +14,8 @@
 #include <optional>
 #include <sstream>
 
-#include "generator/support/io.h"
 #include "generator/schema/schema.h"
+#include "generator/support/io.h"
 
 namespace accgen::schema {
 namespace {

@@ -25,7 +25,9 @@ PlainType classifyPlain(const std::string& s) {
   return PlainType::kString;
 }
 
-bool isPlain(const YAML::Node& node) { return node.Tag() == "?"; }
+bool isPlain(const YAML::Node& node) {
+  return node.Tag() == "?";
+}
 
 std::string shortened(const std::string& s) {
   constexpr std::size_t kMax = 40;

@@ -22,14 +22,15 @@ std::string Diagnostic::format() const {
   if (!loc.file.empty()) s += loc.str() + ": ";
   s += kNames[static_cast<int>(severity)];
   s += ": " + message + "\n";
-  for (const auto& note : notes) s += "note: " + note + "\n";
+  for (const auto& note : notes)
+    s += "note: " + note + "\n";
   return s;
 }
 
 void DiagnosticEngine::error(SourceLoc loc, std::string message,
                              std::vector<std::string> notes) {
-  diags_.push_back({Severity::kError, std::move(loc), std::move(message),
-                    std::move(notes)});
+  diags_.push_back(
+      {Severity::kError, std::move(loc), std::move(message), std::move(notes)});
   ++error_count_;
 }
 
@@ -40,7 +41,8 @@ void DiagnosticEngine::warning(SourceLoc loc, std::string message,
 }
 
 void DiagnosticEngine::print(std::ostream& os) const {
-  for (const auto& d : diags_) os << d.format();
+  for (const auto& d : diags_)
+    os << d.format();
 }
 
 std::size_t editDistance(std::string_view a, std::string_view b) {
@@ -51,8 +53,8 @@ std::size_t editDistance(std::string_view a, std::string_view b) {
     row[0] = i;
     for (std::size_t j = 1; j <= b.size(); ++j) {
       std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1,
-                         diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      row[j] = std::min(
+          {row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
       diag = up;
     }
   }

@@ -17,12 +17,12 @@ namespace accgen {
 /// Documented process exit codes (docs/cli.md).
 enum class ExitCode : int {
   kOk = 0,
-  kCheckDiff = 1,       ///< `generate --check` found differences
-  kUsage = 2,           ///< bad command line
-  kInvalidInput = 3,    ///< invalid spec or schema input
-  kRefusedOverwrite = 4,///< a generated file was edited by hand
-  kSchemaDrift = 5,     ///< locked operator schemas changed
-  kInternal = 70,       ///< a bug in accgen
+  kCheckDiff = 1,         ///< `generate --check` found differences
+  kUsage = 2,             ///< bad command line
+  kInvalidInput = 3,      ///< invalid spec or schema input
+  kRefusedOverwrite = 4,  ///< a generated file was edited by hand
+  kSchemaDrift = 5,       ///< locked operator schemas changed
+  kInternal = 70,         ///< a bug in accgen
 };
 
 /// A position in an input file; line and column are 1-based (0 = unknown).

@@ -18,8 +18,8 @@
 // schemas, and a lock that named the build would differ between a
 // developer's CUDA install and CI's CPU wheel, failing `generate --check`
 // for nothing.
-#include "generator/support/io.h"
 #include "generator/upgrade/lock.h"
+#include "generator/support/io.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -47,7 +47,6 @@ std::string yamlQuote(std::string_view s) {
   }
   return out + "\"";
 }
-
 
 /// The operator part of "aten::add.out": "add.out".
 std::string_view unqualified(std::string_view op) {

@@ -82,12 +82,12 @@ std::string readZipMember(const std::string& archive,
       "import sys, zipfile\n"
       "sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))"
       "\n";
-  auto text =
-      captureCommand(shellQuote(python) + " -c " + shellQuote(script) + " " +
-              shellQuote(archive) + " " + shellQuote(member) + " 2>/dev/null");
+  auto text = captureCommand(shellQuote(python) + " -c " + shellQuote(script) +
+                             " " + shellQuote(archive) + " " +
+                             shellQuote(member) + " 2>/dev/null");
   if (text) return *text;
-  text = captureCommand("unzip -p " + shellQuote(archive) + " " + shellQuote(member) +
-                 " 2>/dev/null");
+  text = captureCommand("unzip -p " + shellQuote(archive) + " " +
+                        shellQuote(member) + " 2>/dev/null");
   if (text && !text->empty()) return *text;
   throw AccgenError(ExitCode::kInvalidInput,
                     archive + ": error: cannot read '" + member +

@@ -18,8 +18,8 @@
 // error in the user's file already; one whose parameters differ is a new
 // overload and fails only at link or load time, which is what this check
 // exists to catch.
-#include "generator/support/io.h"
 #include "generator/upgrade/user_kernels.h"
+#include "generator/support/io.h"
 
 #include <algorithm>
 #include <cctype>
@@ -306,7 +306,6 @@ SourceLoc locate(std::string_view text, std::size_t offset,
   return loc;
 }
 
-
 }  // namespace
 
 std::string displayPath(const std::string& out_dir, const std::string& rel) {
@@ -359,7 +358,8 @@ std::vector<Diagnostic> checkUserKernels(const model::Backend& backend,
   std::vector<Diagnostic> out;
   auto check = [&](const std::string& file, const std::string& function,
                    const schema::CppSignature& sig, const std::string& op) {
-    auto text = readFile((fs::path(out_dir.empty() ? "." : out_dir) / file).string());
+    auto text =
+        readFile((fs::path(out_dir.empty() ? "." : out_dir) / file).string());
     if (!text) return;
     auto diags = checkKernelSource(*text, displayPath(out_dir, file), function,
                                    sig, op, severity);

@@ -1,7 +1,7 @@
 // Safe writing of the generated tree: plan first, then write through
 // temporary files and renames, then the manifest last.
-#include "generator/support/io.h"
 #include "generator/write/writer.h"
+#include "generator/support/io.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -11,8 +11,8 @@
 #include <set>
 #include <sstream>
 
-#include <dtl/dtl.hpp>
 #include <xxhash.h>
+#include <dtl/dtl.hpp>
 
 #include "generator/support/diagnostics.h"
 
@@ -20,7 +20,6 @@ namespace accgen::write {
 namespace fs = std::filesystem;
 
 namespace {
-
 
 void writeAtomically(const fs::path& path, const std::string& content) {
   std::error_code ec;
@@ -44,8 +43,8 @@ void writeAtomically(const fs::path& path, const std::string& content) {
   fs::rename(tmp, path, ec);
   if (ec) {
     fs::remove(tmp);
-    throw AccgenError(ExitCode::kInternal, "cannot rename '" + tmp.string() +
-                                               "': " + ec.message());
+    throw AccgenError(ExitCode::kInternal,
+                      "cannot rename '" + tmp.string() + "': " + ec.message());
   }
 }
 
@@ -81,9 +80,9 @@ void pruneEmptyDirs(fs::path dir, const fs::path& stop) {
 
 std::string contentHash(const std::string& bytes) {
   char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx",
-                static_cast<unsigned long long>(
-                    XXH3_64bits(bytes.data(), bytes.size())));
+  std::snprintf(
+      buf, sizeof buf, "%016llx",
+      static_cast<unsigned long long>(XXH3_64bits(bytes.data(), bytes.size())));
   return buf;
 }
 
@@ -101,11 +100,13 @@ std::string manifestText(const std::vector<RenderedFile>& files,
                          const nlohmann::json& extra) {
   nlohmann::ordered_json j;
   j["generator"] = "accgen";
-  for (const auto& [key, value] : extra.items()) j[key] = value;
+  for (const auto& [key, value] : extra.items())
+    j[key] = value;
   nlohmann::ordered_json generated = nlohmann::ordered_json::object();
   nlohmann::ordered_json user = nlohmann::ordered_json::array();
   std::vector<const RenderedFile*> sorted;
-  for (const auto& f : files) sorted.push_back(&f);
+  for (const auto& f : files)
+    sorted.push_back(&f);
   std::sort(sorted.begin(), sorted.end(),
             [](auto* a, auto* b) { return a->path < b->path; });
   for (const auto* f : sorted) {
@@ -176,7 +177,8 @@ WriteReport writeTree(const std::string& out_dir,
     return report;
   }
 
-  for (const auto* f : to_write) writeAtomically(out / f->path, f->content);
+  for (const auto* f : to_write)
+    writeAtomically(out / f->path, f->content);
   for (const auto& path : stale) {
     std::error_code ec;
     fs::remove(out / path, ec);
@@ -198,7 +200,8 @@ std::string unifiedDiff(const std::string& old_text,
   auto split = [](const std::string& s) {
     std::vector<std::string> lines;
     std::istringstream in(s);
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    for (std::string line; std::getline(in, line);)
+      lines.push_back(line);
     return lines;
   };
   dtl::Diff<std::string, std::vector<std::string>> diff(split(old_text),

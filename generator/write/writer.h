@@ -19,7 +19,7 @@ namespace accgen::write {
 
 /// One rendered file.
 struct RenderedFile {
-  std::string path;     ///< relative to the output directory, '/'-separated
+  std::string path;  ///< relative to the output directory, '/'-separated
   std::string content;
   bool user_owned = false;  ///< created once, never overwritten or removed
 };
@@ -32,19 +32,19 @@ std::string contentHash(const std::string& bytes);
 
 /// What a run did, or would do.
 struct WriteReport {
-  std::vector<std::string> written;     ///< created or changed generated files
-  std::vector<std::string> unchanged;   ///< generated files already up to date
-  std::vector<std::string> created_user;///< user-owned files created now
-  std::vector<std::string> kept_user;   ///< user-owned files left as they are
-  std::vector<std::string> removed;     ///< stale generated files removed
-  std::vector<std::string> edited;      ///< hand-edited generated files (refused)
+  std::vector<std::string> written;    ///< created or changed generated files
+  std::vector<std::string> unchanged;  ///< generated files already up to date
+  std::vector<std::string> created_user;  ///< user-owned files created now
+  std::vector<std::string> kept_user;     ///< user-owned files left as they are
+  std::vector<std::string> removed;       ///< stale generated files removed
+  std::vector<std::string> edited;  ///< hand-edited generated files (refused)
   bool refused() const { return !edited.empty(); }
   /// "N written, N unchanged, N removed" (+ user files when any were created).
   std::string summary() const;
 };
 
 struct WriteOptions {
-  bool force = false;   ///< overwrite / remove hand-edited generated files
+  bool force = false;  ///< overwrite / remove hand-edited generated files
   nlohmann::json manifest_extra = nlohmann::json::object();  ///< e.g. versions
 };
 

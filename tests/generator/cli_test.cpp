@@ -34,9 +34,8 @@ std::string slurp(const fs::path& p) {
 /// Runs accgen with `args` in `cwd`, capturing stdout and stderr.
 Result accgen(const std::string& args, const fs::path& cwd) {
   const fs::path out = cwd / ".cli_stdout", err = cwd / ".cli_stderr";
-  std::string cmd = "cd '" + cwd.string() + "' && '" ACCGEN_BINARY "' " +
-                    args + " >'" + out.string() + "' 2>'" + err.string() +
-                    "'";
+  std::string cmd = "cd '" + cwd.string() + "' && '" ACCGEN_BINARY "' " + args +
+                    " >'" + out.string() + "' 2>'" + err.string() + "'";
   int status = std::system(cmd.c_str());
   Result r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -149,7 +148,8 @@ TEST_F(CliTest, FailedInitLeavesNothingBehind) {
 
 TEST_F(CliTest, CheckFindsHandEditsAndGenerateRefusesThem) {
   fs::path project = initProject();
-  auto manifest = nlohmann::json::parse(slurp(project / "accgen-manifest.json"));
+  auto manifest =
+      nlohmann::json::parse(slurp(project / "accgen-manifest.json"));
   ASSERT_FALSE(manifest["files"].empty());
   const std::string rel = manifest["files"].begin().key();
   const fs::path victim = project / rel;
@@ -166,8 +166,9 @@ TEST_F(CliTest, CheckFindsHandEditsAndGenerateRefusesThem) {
 
   Result refused = accgen("generate", project);
   EXPECT_EQ(refused.code, 4);
-  EXPECT_NE(refused.err.find(rel + ": error: generated file was edited by hand"),
-            std::string::npos)
+  EXPECT_NE(
+      refused.err.find(rel + ": error: generated file was edited by hand"),
+      std::string::npos)
       << refused.err;
   EXPECT_EQ(slurp(victim), original + "// my tweak\n");
 

@@ -47,16 +47,17 @@ class Golden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Golden, GeneratedTreeMatchesExpected) {
   const fs::path golden = kGoldenDir / GetParam();
-  const fs::path work = fs::temp_directory_path() /
-                        ("accgen_golden_" + std::to_string(::getpid()) + "_" +
-                         GetParam());
+  const fs::path work =
+      fs::temp_directory_path() /
+      ("accgen_golden_" + std::to_string(::getpid()) + "_" + GetParam());
   fs::remove_all(work);
   fs::create_directories(work);
   fs::copy(golden / "specs", work / "specs", fs::copy_options::recursive);
   // The lock is an output of generate: start every run without it.
   fs::remove(work / "specs" / "accgen.lock");
 
-  std::string cmd = "cd '" + work.string() + "' && '" ACCGEN_BINARY
+  std::string cmd = "cd '" + work.string() +
+                    "' && '" ACCGEN_BINARY
                     "' generate --specs specs --out out >accgen.log 2>&1";
   int status = std::system(cmd.c_str());
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)

@@ -80,7 +80,8 @@ class RealTorch : public ::testing::Test {
 
   static std::vector<std::string> memberNames(const Operator& op) {
     std::vector<std::string> names;
-    for (const auto& m : op.members) names.push_back(m.fullName());
+    for (const auto& m : op.members)
+      names.push_back(m.fullName());
     return names;
   }
 
@@ -111,7 +112,8 @@ TEST_F(RealTorch, OperatorsAreSortedByNameThenOverload) {
   ASSERT_TRUE(backend) << printed(diags);
   EXPECT_TRUE(diags.diagnostics().empty()) << printed(diags);
   std::vector<std::string> names;
-  for (const auto& op : backend->operators()) names.push_back(op.full_name);
+  for (const auto& op : backend->operators())
+    names.push_back(op.full_name);
   EXPECT_EQ(
       names,
       (std::vector<std::string>{
@@ -484,7 +486,8 @@ TEST_F(RealTorch, AutocastRulesResolve) {
   ASSERT_TRUE(backend) << printed(diags);
   EXPECT_EQ(backend->autocastDtype(), spec::AutocastDtype::kBFloat16);
   std::vector<std::string> names;
-  for (const auto& r : backend->autocastRules()) names.push_back(r.full_name);
+  for (const auto& r : backend->autocastRules())
+    names.push_back(r.full_name);
   EXPECT_EQ(names,
             (std::vector<std::string>{"cat", "mm", "softmax.int", "stack"}));
   const AutocastRule& mm = backend->autocastRules()[1];

@@ -80,9 +80,9 @@ TEST_F(RenderTest, TemplatesLoadFromTheRootAndSyntaxErrorsAreReported) {
 
 TEST_F(RenderTest, StandaloneSectionLinesLeaveNoBlankLines) {
   TemplateSet set(root_.string());
-  EXPECT_EQ(set.renderText("a\n{{#xs}}\n- {{.}}\n{{/xs}}\nb\n",
-                           {{"xs", {"1", "2"}}}),
-            "a\n- 1\n- 2\nb\n");
+  EXPECT_EQ(
+      set.renderText("a\n{{#xs}}\n- {{.}}\n{{/xs}}\nb\n", {{"xs", {"1", "2"}}}),
+      "a\n- 1\n- 2\nb\n");
 }
 
 }  // namespace

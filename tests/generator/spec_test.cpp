@@ -154,7 +154,8 @@ TEST(BackendSpec, EveryErrorIsReportedInFileOrder) {
                        "b", diags));
   ASSERT_EQ(diags.errorCount(), 5);
   std::vector<int> lines;
-  for (const auto& d : diags.diagnostics()) lines.push_back(d.loc.line);
+  for (const auto& d : diags.diagnostics())
+    lines.push_back(d.loc.line);
   EXPECT_EQ(lines, (std::vector<int>{1, 2, 3, 4, 5}));
 }
 

@@ -304,9 +304,9 @@ TEST_F(UpgradeBackendTest, DriftedSchemasAreRefusedWithAReport) {
   // A generated sibling's block shows schemas only: its C++ is not yours.
   const auto out_block = r.find(": aten::mul.out [kernel via mul.Tensor]");
   ASSERT_NE(out_block, std::string::npos);
-  EXPECT_EQ(r.substr(out_block, r.find("\n\n", out_block) - out_block)
-                .find("C++"),
-            std::string::npos);
+  EXPECT_EQ(
+      r.substr(out_block, r.find("\n\n", out_block) - out_block).find("C++"),
+      std::string::npos);
   EXPECT_NE(r.find(": aten::mm [kernel]: kernels/mm.cpp needs no edit (same "
                    "C++ types)"),
             std::string::npos)

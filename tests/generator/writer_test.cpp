@@ -139,9 +139,10 @@ TEST_F(WriterTest, ManifestRecordsHashesAndExtras) {
 }
 
 TEST(UnifiedDiff, ShowsHunksWithContext) {
-  std::string d = unifiedDiff("1\n2\n3\n4\n5\n6\n7\n8\n", "1\n2\n3\n4\nX\n6\n7\n8\n",
-                              "a/f", "b/f");
-  EXPECT_NE(d.find("--- a/f\n+++ b/f\n@@ -2,7 +2,7 @@"), std::string::npos) << d;
+  std::string d = unifiedDiff("1\n2\n3\n4\n5\n6\n7\n8\n",
+                              "1\n2\n3\n4\nX\n6\n7\n8\n", "a/f", "b/f");
+  EXPECT_NE(d.find("--- a/f\n+++ b/f\n@@ -2,7 +2,7 @@"), std::string::npos)
+      << d;
   EXPECT_NE(d.find("-5\n+X\n"), std::string::npos) << d;
   EXPECT_EQ(unifiedDiff("same\n", "same\n", "a", "b"), "");
 }

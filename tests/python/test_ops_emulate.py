@@ -560,6 +560,9 @@ def test_random_numbers_follow_the_device_generator(device, mod):
     g.manual_seed(7)
     b2 = torch.empty(10, device=device).uniform_(generator=g)
     assert torch.equal(a.cpu(), b2.cpu())
+    # A CPU generator is refused, as on other devices.
+    with pytest.raises(RuntimeError, match="device type for generator"):
+        torch.empty(3, device=device).uniform_(generator=torch.Generator())
     # bernoulli_ with a probability, random_ bounds.
     mod.manual_seed(5)
     p = torch.empty(2000, device=device).bernoulli_(0.25)

@@ -52,11 +52,11 @@ std::size_t byteSpan(const at::Tensor& tensor) {
 
 // Same bytes in the same places: one memcpy moves `from` into `to`.
 bool sameLayout(const at::Tensor& from, const at::Tensor& to) {
-  return from.scalar_type() == to.scalar_type() &&
-      from.sizes() == to.sizes() && from.strides() == to.strides() &&
-      from.is_non_overlapping_and_dense() &&
-      to.is_non_overlapping_and_dense() && from.is_conj() == to.is_conj() &&
-      from.is_neg() == to.is_neg();
+  return from.scalar_type() == to.scalar_type() && from.sizes() == to.sizes() &&
+         from.strides() == to.strides() &&
+         from.is_non_overlapping_and_dense() &&
+         to.is_non_overlapping_and_dense() && from.is_conj() == to.is_conj() &&
+         from.is_neg() == to.is_neg();
 }
 
 // Host tensor laid out like `like` (sizes, strides, dtype, conj/neg bits).
@@ -90,12 +90,11 @@ accError_t runCopyKernel(void* user_data) {
   const std::unique_ptr<CopyKernelArgs> args(
       static_cast<CopyKernelArgs*>(user_data));
   try {
-    at::Tensor dst = at::from_blob(
-        args->dst, args->sizes, args->dst_strides,
-        at::TensorOptions().dtype(args->dst_type));
-    at::Tensor src = at::from_blob(
-        const_cast<void*>(args->src), args->sizes, args->src_strides,
-        at::TensorOptions().dtype(args->src_type));
+    at::Tensor dst = at::from_blob(args->dst, args->sizes, args->dst_strides,
+                                   at::TensorOptions().dtype(args->dst_type));
+    at::Tensor src = at::from_blob(const_cast<void*>(args->src), args->sizes,
+                                   args->src_strides,
+                                   at::TensorOptions().dtype(args->src_type));
     dst._set_conj(args->dst_conj);
     dst._set_neg(args->dst_neg);
     src._set_conj(args->src_conj);
@@ -123,8 +122,8 @@ void launchCopyKernel(const at::Tensor& src, const at::Tensor& dst) {
   args->src_conj = src.is_conj();
   args->src_neg = src.is_neg();
   const void* buffers[] = {args->dst, args->src};
-  ACCEL_CHECK(accLaunchKernel(
-      currentNativeStream(), &runCopyKernel, args.get(), buffers, 2));
+  ACCEL_CHECK(accLaunchKernel(currentNativeStream(), &runCopyKernel, args.get(),
+                              buffers, 2));
   (void)args.release();  // the kernel owns it now
 }
 
@@ -147,9 +146,8 @@ void copyHostToDevice(const at::Tensor& src, const at::Tensor& dst) {
     staging.copy_(src);
   }
   accStream_t stream = currentNativeStream();
-  ACCEL_CHECK(accMemcpyAsync(
-      dst.data_ptr(), staging.const_data_ptr(), byteSpan(dst),
-      accMemcpyHostToDevice, stream));
+  ACCEL_CHECK(accMemcpyAsync(dst.data_ptr(), staging.const_data_ptr(),
+                             byteSpan(dst), accMemcpyHostToDevice, stream));
   ACCEL_CHECK(accStreamSynchronize(stream));
 }
 
@@ -162,9 +160,8 @@ void copyDeviceToHost(const at::Tensor& src, const at::Tensor& dst) {
   const bool direct = sameLayout(source, dst);
   at::Tensor staging = direct ? dst : hostStagingLike(source);
   accStream_t stream = currentNativeStream();
-  ACCEL_CHECK(accMemcpyAsync(
-      staging.data_ptr(), source.const_data_ptr(), byteSpan(source),
-      accMemcpyDeviceToHost, stream));
+  ACCEL_CHECK(accMemcpyAsync(staging.data_ptr(), source.const_data_ptr(),
+                             byteSpan(source), accMemcpyDeviceToHost, stream));
   ACCEL_CHECK(accStreamSynchronize(stream));
   if (!direct) {
     dst.copy_(staging);
@@ -175,9 +172,9 @@ void copyDeviceToDevice(const at::Tensor& src, const at::Tensor& dst) {
   if (src.device() == dst.device()) {
     const c10::DeviceGuard guard(dst.device());
     if (sameLayout(src, dst)) {
-      ACCEL_CHECK(accMemcpyAsync(
-          dst.data_ptr(), src.const_data_ptr(), byteSpan(dst),
-          accMemcpyDeviceToDevice, currentNativeStream()));
+      ACCEL_CHECK(accMemcpyAsync(dst.data_ptr(), src.const_data_ptr(),
+                                 byteSpan(dst), accMemcpyDeviceToDevice,
+                                 currentNativeStream()));
     } else {
       launchCopyKernel(src, dst);
     }
@@ -197,15 +194,15 @@ void copyDeviceToDevice(const at::Tensor& src, const at::Tensor& dst) {
   const bool direct = sameLayout(source, dst);
   at::Tensor landed = dst;
   if (!direct) {
-    landed = at::empty_strided(
-        source.sizes(), source.strides(), source.options().device(dst.device()));
+    landed = at::empty_strided(source.sizes(), source.strides(),
+                               source.options().device(dst.device()));
     landed._set_conj(source.is_conj());
     landed._set_neg(source.is_neg());
   }
   accStream_t stream = currentNativeStream();
-  ACCEL_CHECK(accMemcpyAsync(
-      landed.data_ptr(), source.const_data_ptr(), byteSpan(source),
-      accMemcpyDeviceToDevice, stream));
+  ACCEL_CHECK(accMemcpyAsync(landed.data_ptr(), source.const_data_ptr(),
+                             byteSpan(source), accMemcpyDeviceToDevice,
+                             stream));
   // `source` may be a temporary of the other device: keep it until read.
   ACCEL_CHECK(accStreamSynchronize(stream));
   if (!direct) {
@@ -216,8 +213,8 @@ void copyDeviceToDevice(const at::Tensor& src, const at::Tensor& dst) {
 void copyAny(const at::Tensor& src, const at::Tensor& dst) {
   TORCH_CHECK(
       (src.is_cpu() || isDevice(src)) && (dst.is_cpu() || isDevice(dst)),
-      "accel can copy between accel and cpu tensors only, got ",
-      src.device(), " -> ", dst.device());
+      "accel can copy between accel and cpu tensors only, got ", src.device(),
+      " -> ", dst.device());
   if (dst.numel() == 0) {
     return;
   }
@@ -238,9 +235,8 @@ void copyAny(const at::Tensor& src, const at::Tensor& dst) {
 
 // Gives `self` the sizes (and strides, if given) and grows its storage to
 // hold them; the storage offset stays.
-void resizeTensor(
-    at::TensorImpl* self, c10::IntArrayRef size,
-    std::optional<c10::IntArrayRef> stride) {
+void resizeTensor(at::TensorImpl* self, c10::IntArrayRef size,
+                  std::optional<c10::IntArrayRef> stride) {
   if (stride.has_value()) {
     self->set_sizes_and_strides(size, *stride);
   } else {
@@ -250,31 +246,32 @@ void resizeTensor(
     return;
   }
   const std::size_t itemsize = self->dtype().itemsize();
-  const std::size_t needed = stride.has_value()
-      ? at::detail::computeStorageNbytes(
-            size, *stride, itemsize, self->storage_offset())
-      : at::detail::computeStorageNbytesContiguous(
-            size, itemsize, self->storage_offset());
+  const std::size_t needed =
+      stride.has_value() ? at::detail::computeStorageNbytes(
+                               size, *stride, itemsize, self->storage_offset())
+                         : at::detail::computeStorageNbytesContiguous(
+                               size, itemsize, self->storage_offset());
   const c10::Storage& storage = self->unsafe_storage();
   if (needed > storage.nbytes()) {
     resizeStorageBytes(storage.unsafeGetStorageImpl(), needed);
   }
 }
 
-at::Tensor& setStorage(
-    at::Tensor& self, c10::Storage source, int64_t storage_offset,
-    c10::IntArrayRef size, c10::IntArrayRef stride) {
+at::Tensor& setStorage(at::Tensor& self, c10::Storage source,
+                       int64_t storage_offset, c10::IntArrayRef size,
+                       c10::IntArrayRef stride) {
   const bool has_stride = stride.data() != nullptr;
-  TORCH_CHECK(
-      !has_stride || size.size() == stride.size(), "unequal size length (",
-      size.size(), ") and stride length (", stride.size(), ")");
-  TORCH_CHECK(storage_offset >= 0, "Tensor: invalid storage offset ", storage_offset);
+  TORCH_CHECK(!has_stride || size.size() == stride.size(),
+              "unequal size length (", size.size(), ") and stride length (",
+              stride.size(), ")");
+  TORCH_CHECK(storage_offset >= 0, "Tensor: invalid storage offset ",
+              storage_offset);
   if (!self.storage().is_alias_of(source)) {
-    TORCH_CHECK(
-        self.storage().device() == source.device(),
-        "Attempted to set the storage of a tensor on device \"",
-        self.storage().device(), "\" to a storage on different device \"",
-        source.device(), "\".  This is no longer allowed; the devices must match.");
+    TORCH_CHECK(self.storage().device() == source.device(),
+                "Attempted to set the storage of a tensor on device \"",
+                self.storage().device(),
+                "\" to a storage on different device \"", source.device(),
+                "\".  This is no longer allowed; the devices must match.");
     self.unsafeGetTensorImpl()->set_storage_keep_dtype(std::move(source));
   }
   self.unsafeGetTensorImpl()->set_storage_offset(storage_offset);
@@ -292,35 +289,35 @@ at::Tensor wrapper_empty_memory_format(
     std::optional<at::Layout> layout, std::optional<at::Device> device,
     std::optional<bool> pin_memory,
     std::optional<at::MemoryFormat> memory_format) {
-  TORCH_CHECK(
-      layout.value_or(at::kStrided) == at::kStrided,
-      "accel supports strided tensors only, got layout ", *layout);
-  TORCH_CHECK(
-      !pin_memory.value_or(false), "Only dense CPU tensors can be pinned");
+  TORCH_CHECK(layout.value_or(at::kStrided) == at::kStrided,
+              "accel supports strided tensors only, got layout ", *layout);
+  TORCH_CHECK(!pin_memory.value_or(false),
+              "Only dense CPU tensors can be pinned");
   const c10::DeviceGuard guard(device.value_or(at::Device(kDeviceType)));
-  return at::detail::empty_generic(
-      C10_AS_INTARRAYREF_SLOW(size), getTensorAllocator(), kDeviceKeySet,
-      c10::dtype_or_default(dtype), memory_format);
+  return at::detail::empty_generic(C10_AS_INTARRAYREF_SLOW(size),
+                                   getTensorAllocator(), kDeviceKeySet,
+                                   c10::dtype_or_default(dtype), memory_format);
 }
 
-at::Tensor wrapper_empty_strided(
-    c10::SymIntArrayRef size, c10::SymIntArrayRef stride,
-    std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
-    std::optional<at::Device> device, std::optional<bool> pin_memory) {
-  TORCH_CHECK(
-      layout.value_or(at::kStrided) == at::kStrided,
-      "accel supports strided tensors only, got layout ", *layout);
-  TORCH_CHECK(
-      !pin_memory.value_or(false), "Only dense CPU tensors can be pinned");
+at::Tensor wrapper_empty_strided(c10::SymIntArrayRef size,
+                                 c10::SymIntArrayRef stride,
+                                 std::optional<at::ScalarType> dtype,
+                                 std::optional<at::Layout> layout,
+                                 std::optional<at::Device> device,
+                                 std::optional<bool> pin_memory) {
+  TORCH_CHECK(layout.value_or(at::kStrided) == at::kStrided,
+              "accel supports strided tensors only, got layout ", *layout);
+  TORCH_CHECK(!pin_memory.value_or(false),
+              "Only dense CPU tensors can be pinned");
   const c10::DeviceGuard guard(device.value_or(at::Device(kDeviceType)));
   return at::detail::empty_strided_generic(
       C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride),
       getTensorAllocator(), kDeviceKeySet, c10::dtype_or_default(dtype));
 }
 
-at::Tensor wrapper_as_strided(
-    const at::Tensor& self, c10::SymIntArrayRef size,
-    c10::SymIntArrayRef stride, std::optional<c10::SymInt> storage_offset) {
+at::Tensor wrapper_as_strided(const at::Tensor& self, c10::SymIntArrayRef size,
+                              c10::SymIntArrayRef stride,
+                              std::optional<c10::SymInt> storage_offset) {
   return at::native::as_strided_tensorimpl(
       self, C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride),
       storage_offset.has_value()
@@ -332,36 +329,35 @@ at::Tensor wrapper_view(const at::Tensor& self, c10::SymIntArrayRef size) {
   return at::native::view(self, C10_AS_INTARRAYREF_SLOW(size));
 }
 
-at::Tensor wrapper__reshape_alias(
-    const at::Tensor& self, c10::SymIntArrayRef size,
-    c10::SymIntArrayRef stride) {
-  return at::native::_reshape_alias(
-      self, C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride));
+at::Tensor wrapper__reshape_alias(const at::Tensor& self,
+                                  c10::SymIntArrayRef size,
+                                  c10::SymIntArrayRef stride) {
+  return at::native::_reshape_alias(self, C10_AS_INTARRAYREF_SLOW(size),
+                                    C10_AS_INTARRAYREF_SLOW(stride));
 }
 
 const at::Tensor& wrapper_resize_(
     const at::Tensor& self, c10::SymIntArrayRef size,
     std::optional<at::MemoryFormat> memory_format) {
   const c10::DeviceGuard guard(self.device());
-  resizeTensor(
-      self.unsafeGetTensorImpl(), C10_AS_INTARRAYREF_SLOW(size), std::nullopt);
+  resizeTensor(self.unsafeGetTensorImpl(), C10_AS_INTARRAYREF_SLOW(size),
+               std::nullopt);
   if (memory_format.has_value()) {
-    TORCH_CHECK(
-        *memory_format != at::MemoryFormat::Preserve,
-        "Unsupported memory format ", *memory_format);
+    TORCH_CHECK(*memory_format != at::MemoryFormat::Preserve,
+                "Unsupported memory format ", *memory_format);
     self.unsafeGetTensorImpl()->empty_tensor_restride(*memory_format);
   }
   return self;
 }
 
-at::Tensor wrapper__copy_from(
-    const at::Tensor& self, const at::Tensor& dst, bool /*non_blocking*/) {
+at::Tensor wrapper__copy_from(const at::Tensor& self, const at::Tensor& dst,
+                              bool /*non_blocking*/) {
   copyAny(self, dst);
   return dst;
 }
 
-at::Tensor wrapper__copy_from_and_resize(
-    const at::Tensor& self, const at::Tensor& dst) {
+at::Tensor wrapper__copy_from_and_resize(const at::Tensor& self,
+                                         const at::Tensor& dst) {
   if (dst.sizes() != self.sizes()) {
     dst.resize_(self.sizes());
   }
@@ -370,9 +366,8 @@ at::Tensor wrapper__copy_from_and_resize(
 }
 
 at::Scalar wrapper__local_scalar_dense(const at::Tensor& self) {
-  TORCH_CHECK(
-      self.numel() == 1, "a Tensor with ", self.numel(),
-      " elements cannot be converted to Scalar");
+  TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
+              " elements cannot be converted to Scalar");
   at::Tensor host = at::empty(
       {}, at::TensorOptions().dtype(self.scalar_type()).device(c10::kCPU));
   copyDeviceToHost(self.reshape({}), host);
@@ -382,9 +377,9 @@ at::Scalar wrapper__local_scalar_dense(const at::Tensor& self) {
 at::Tensor& wrapper_set__source_Storage_storage_offset(
     at::Tensor& self, at::Storage source, c10::SymInt storage_offset,
     c10::SymIntArrayRef size, c10::SymIntArrayRef stride) {
-  return setStorage(
-      self, std::move(source), storage_offset.expect_int(),
-      C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride));
+  return setStorage(self, std::move(source), storage_offset.expect_int(),
+                    C10_AS_INTARRAYREF_SLOW(size),
+                    C10_AS_INTARRAYREF_SLOW(stride));
 }
 
 at::Tensor& wrapper_set__source_Storage(at::Tensor& self, at::Storage source) {
@@ -393,19 +388,18 @@ at::Tensor& wrapper_set__source_Storage(at::Tensor& self, at::Storage source) {
   return setStorage(self, std::move(source), 0, {numel}, {});
 }
 
-at::Tensor& wrapper_set__source_Tensor(at::Tensor& self, const at::Tensor& source) {
+at::Tensor& wrapper_set__source_Tensor(at::Tensor& self,
+                                       const at::Tensor& source) {
   if (self.is_same(source)) {
     return self;
   }
-  return setStorage(
-      self, source.storage(), source.storage_offset(), source.sizes(),
-      source.strides());
+  return setStorage(self, source.storage(), source.storage_offset(),
+                    source.sizes(), source.strides());
 }
 
 at::Tensor& wrapper_set_(at::Tensor& self) {
-  c10::Storage empty(
-      c10::Storage::use_byte_size_t(), 0, getTensorAllocator(),
-      /*resizable=*/true);
+  c10::Storage empty(c10::Storage::use_byte_size_t(), 0, getTensorAllocator(),
+                     /*resizable=*/true);
   return setStorage(self, std::move(empty), 0, {0}, {});
 }
 
@@ -422,9 +416,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("resize_", TORCH_FN(wrapper_resize_));
   m.impl("set_", TORCH_FN(wrapper_set_));
   m.impl("set_.source_Storage", TORCH_FN(wrapper_set__source_Storage));
-  m.impl(
-      "set_.source_Storage_storage_offset",
-      TORCH_FN(wrapper_set__source_Storage_storage_offset));
+  m.impl("set_.source_Storage_storage_offset",
+         TORCH_FN(wrapper_set__source_Storage_storage_offset));
   m.impl("set_.source_Tensor", TORCH_FN(wrapper_set__source_Tensor));
   m.impl("view", TORCH_FN(wrapper_view));
 }

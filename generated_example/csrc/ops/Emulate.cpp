@@ -148,6 +148,14 @@ class AliasSet {
   at::Tensor alias(const at::Tensor& device, bool written) {
     if (device_ < 0) {
       device_ = device.device().index();
+    } else {
+      // What the device-generic kernels of other backends check: the
+      // emulation would otherwise compute across devices without a word.
+      TORCH_CHECK(device.device().index() == device_,
+                  "Expected all tensors to be on the same device, but found "
+                  "at least two devices, ",
+                  c10::Device(kDeviceType, device_), " and ", device.device(),
+                  "!");
     }
     c10::StorageImpl* impl = device.storage().unsafeGetStorageImpl();
     c10::Storage host_storage;
@@ -291,6 +299,9 @@ void aliasArguments(const Plan& plan, torch::jit::Stack& stack,
         }
         break;
       case ArgKind::kTensorList: {
+        if (value.isNone()) {
+          break;
+        }
         c10::List<at::Tensor> mapped;
         mapped.reserve(value.toTensorList().size());
         for (const at::Tensor& t : value.toTensorList()) {
@@ -301,6 +312,9 @@ void aliasArguments(const Plan& plan, torch::jit::Stack& stack,
         break;
       }
       case ArgKind::kOptionalTensorList: {
+        if (value.isNone()) {
+          break;
+        }
         c10::List<std::optional<at::Tensor>> mapped;
         for (std::optional<at::Tensor> t : value.toOptionalTensorList()) {
           if (t.has_value() && isDeviceTensor(*t)) {
@@ -457,6 +471,9 @@ torch::jit::Stack metaArguments(const Plan& plan,
         }
         break;
       case ArgKind::kTensorList: {
+        if (value.isNone()) {
+          break;
+        }
         c10::List<at::Tensor> mapped;
         for (const at::Tensor& t : value.toTensorList()) {
           mapped.push_back(isDeviceTensor(t) ? note(t) : t);
@@ -465,6 +482,9 @@ torch::jit::Stack metaArguments(const Plan& plan,
         continue;
       }
       case ArgKind::kOptionalTensorList: {
+        if (value.isNone()) {
+          break;
+        }
         c10::List<std::optional<at::Tensor>> mapped;
         for (std::optional<at::Tensor> t : value.toOptionalTensorList()) {
           if (t.has_value() && isDeviceTensor(*t)) {
@@ -519,8 +539,11 @@ void runViaOut(const c10::OperatorHandle& op, const c10::OperatorHandle& out,
   c10::SmallVector<at::Tensor, 2> results;
   for (const c10::IValue& r : meta) {
     const at::Tensor& m = r.toTensor();
-    results.push_back(
-        at::empty_strided(m.sizes(), m.strides(), m.options().device(target)));
+    // Straight from the allocator: the dispatcher's round trip through
+    // empty_strided is a measurable part of a small operator's time.
+    results.push_back(at::detail::empty_strided_generic(
+        m.sizes(), m.strides(), getDeviceAllocator(),
+        c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), m.scalar_type()));
   }
 
   torch::jit::Stack out_stack;
@@ -632,9 +655,11 @@ void HostGenerators::borrow(const c10::FunctionSchema& schema,
     std::optional<at::Generator> generator;
     if (value.isGenerator()) {
       generator = value.toGenerator();
-      if (generator->device().type() != kDeviceType) {
-        continue;
-      }
+      // As on other devices: a CPU generator does not drive device tensors.
+      TORCH_CHECK(generator->device().type() == kDeviceType,
+                  "Expected a '", c10::DeviceType(kDeviceType),
+                  "' device type for generator but found '",
+                  generator->device().type(), "'");
     }
     // One stand-in per generator, however often it is passed.
     const CpuGeneratorScope* scope = nullptr;

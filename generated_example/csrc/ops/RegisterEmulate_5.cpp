@@ -13,7 +13,6 @@
 #include <ATen/ops/sigmoid_backward_meta_dispatch.h>
 #include <ATen/ops/sigmoid_meta_dispatch.h>
 #include <ATen/ops/sign_meta_dispatch.h>
-#include <ATen/ops/sin_meta_dispatch.h>
 #include <ATen/ops/sqrt_meta_dispatch.h>
 #include <ATen/ops/sub_meta_dispatch.h>
 #include <ATen/ops/sum_meta_dispatch.h>
@@ -40,11 +39,6 @@ at::Tensor shape_sigmoid_backward(const at::Tensor& grad_output, const at::Tenso
 // The results of sign as meta tensors.
 at::Tensor shape_sign(const at::Tensor& self) {
   return at::meta::sign(self);
-}
-
-// The results of sin as meta tensors.
-at::Tensor shape_sin(const at::Tensor& self) {
-  return at::meta::sin(self);
 }
 
 // The results of sqrt as meta tensors.
@@ -95,9 +89,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sign", emulate::viaOut("sign.out", TORCH_FN(shape_sign)));
   m.impl("sign.out", emulate::direct());
   m.impl("sign_", emulate::direct());
-  m.impl("sin", emulate::viaOut("sin.out", TORCH_FN(shape_sin)));
-  m.impl("sin.out", emulate::direct());
-  m.impl("sin_", emulate::direct());
   m.impl("sort", emulate::direct());
   m.impl("sort.values", emulate::direct());
   m.impl("sqrt", emulate::viaOut("sqrt.out", TORCH_FN(shape_sqrt)));

@@ -36,7 +36,9 @@
 #include <ATen/native/TensorFactories.h>
 #include <ATen/native/UnaryOps.h>
 #include <ATen/ops/abs_native.h>
+#include <ATen/ops/sin_native.h>
 #include <ATen/TensorIterator.h>
+#include <ATen/native/Resize.h>
 #include <ATen/native/DispatchStub.h>
 #include <c10/util/SmallVector.h>
 #include <torch/library.h>
@@ -51,6 +53,7 @@ namespace {
 class StubBuffers {
  public:
   void add(const at::TensorIteratorBase& iter) {
+    checkDtypes(iter);
     for (int i = 0; i < iter.ntensors(); ++i) {
       add(iter.tensor_base(i));
     }
@@ -76,6 +79,29 @@ class StubBuffers {
   }
 
  private:
+  // Note [Emulated stub entries do not cast]
+  // On the CPU, a TensorIterator casts inputs to the computation dtype (and
+  // results back) before the loop runs; on any other device it leaves that
+  // to the device's kernel, which reads each operand in its own dtype. The
+  // stub's CPU loop cannot: it would read an int64 input of sin as floats.
+  // Refuse instead of computing garbage (bool results of comparisons and
+  // CPU scalars are read correctly).
+  static void checkDtypes(const at::TensorIteratorBase& iter) {
+    const auto common = iter.maybe_common_dtype();
+    if (!common.has_value()) {
+      return;
+    }
+    for (int i = 0; i < iter.ntensors(); ++i) {
+      const at::ScalarType dtype = iter.dtype(i);
+      const bool bool_result = i < iter.noutputs() && dtype == at::kBool;
+      TORCH_CHECK(dtype == *common || bool_result || iter.is_cpu_scalar(i),
+                  "the emulated accel stub loop computes in ", *common,
+                  " but an operand is ", dtype, "; cast the operands to ",
+                  *common, " first, or register the operator with kind "
+                  "emulate, whose CPU kernel casts");
+    }
+  }
+
   c10::SmallVector<const void*, 4> buffers_;
   c10::DeviceIndex device_ = -1;
 };
@@ -95,15 +121,68 @@ struct OnDevice<stub, void (*)(Args...)> {
   }
 };
 
+// A structured kernel class of ATen (at::native::structured_<op>_out)
+// computing into a given out= tensor: its meta() decides the result's
+// shape, dtype and strides, which the tensor takes as an out= argument
+// does, and its impl() runs the stub (Note [Stubs of structured operators]
+// in docs/operators.md).
+template <class Kernel>
+class [[maybe_unused]] IntoOutput final : public Kernel {
+ public:
+  explicit IntoOutput(const at::Tensor& out) : out_(out) {}
+
+  void set_output_strided(int64_t index, at::IntArrayRef sizes,
+                          at::IntArrayRef strides,
+                          at::TensorOptions options) override {
+    prepare(sizes, strides, options);
+    Kernel::set_output_raw_strided(index, sizes, strides, options);
+  }
+
+  void set_output_raw_strided(int64_t index, at::IntArrayRef sizes,
+                              at::IntArrayRef strides,
+                              at::TensorOptions options) override {
+    prepare(sizes, strides, options);
+    Kernel::set_output_raw_strided(index, sizes, strides, options);
+  }
+
+  const at::Tensor& maybe_get_output(int64_t) override {
+    return out_;
+  }
+
+ private:
+  // An out= tensor keeps its strides unless it has to be resized.
+  void prepare(at::IntArrayRef sizes, at::IntArrayRef strides,
+               const at::TensorOptions& options) {
+    TORCH_CHECK(options.dtype() == out_.dtype(), "expected an out tensor of "
+                "dtype ", options.dtype(), ", got ", out_.dtype());
+    TORCH_CHECK(options.device() == out_.device(), "expected an out tensor "
+                "on ", options.device(), ", got one on ", out_.device());
+    if (at::native::resize_output(out_, sizes) && !strides.empty()) {
+      out_.as_strided_(sizes, strides);
+    }
+  }
+
+  const at::Tensor& out_;
+};
+
 // abs.out reaches abs_stub.
 at::Tensor& wrapper_abs_out(const at::Tensor& self, at::Tensor& out) {
   return at::native::abs_out(self, out);
+}
+
+// sin.out reaches sin_stub.
+at::Tensor& wrapper_sin_out(const at::Tensor& self, at::Tensor& out) {
+  IntoOutput<at::native::structured_sin_out> kernel(out);
+  kernel.meta(self);
+  kernel.impl(self, kernel.maybe_get_output(0));
+  return out;
 }
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("abs.out", TORCH_FN(wrapper_abs_out));
+  m.impl("sin.out", TORCH_FN(wrapper_sin_out));
 }
 
 }  // namespace accel
@@ -111,4 +190,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 namespace at::native {
 REGISTER_PRIVATEUSE1_DISPATCH(
     abs_stub, (&::accel::OnDevice<abs_stub, decltype(abs_stub)::FnPtr>::run))
+REGISTER_PRIVATEUSE1_DISPATCH(
+    sin_stub, (&::accel::OnDevice<sin_stub, decltype(sin_stub)::FnPtr>::run))
 }  // namespace at::native

@@ -26,21 +26,17 @@ class CpuGeneratorScope {
  public:
   /// `generator`: a generator of the device; nullopt (or an undefined
   /// generator) means the default generator of `device` (-1: current).
-  CpuGeneratorScope(
-      const std::optional<at::Generator>& generator, c10::DeviceIndex device);
+  CpuGeneratorScope(const std::optional<at::Generator>& generator,
+                    c10::DeviceIndex device);
   ~CpuGeneratorScope();
   CpuGeneratorScope(const CpuGeneratorScope&) = delete;
   CpuGeneratorScope& operator=(const CpuGeneratorScope&) = delete;
 
   /// The CPU generator to pass to the kernel.
-  const at::Generator& cpu() const {
-    return cpu_;
-  }
+  const at::Generator& cpu() const { return cpu_; }
 
   /// The accel generator it stands for.
-  const at::Generator& device() const {
-    return device_;
-  }
+  const at::Generator& device() const { return device_; }
 
  private:
   at::Generator device_;

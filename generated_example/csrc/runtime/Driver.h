@@ -28,11 +28,11 @@ const char* shortSourcePath(const char* file);
 
 /// Evaluates a driver call; on failure throws a c10 exception that names the
 /// call, the file and line, and accGetErrorString() of the result.
-#define ACCEL_CHECK(expr)                                                 \
-  do {                                                                    \
-    const ::accError_t accel_check_error_ = (expr);                       \
-    if (C10_UNLIKELY(accel_check_error_ != ::accSuccess)) {               \
-      ::accel::detail::throwDriverError(                                  \
-          accel_check_error_, #expr, __FILE__, __LINE__, __func__);       \
-    }                                                                     \
+#define ACCEL_CHECK(expr)                                               \
+  do {                                                                  \
+    const ::accError_t driver_error_ = (expr);                          \
+    if (C10_UNLIKELY(driver_error_ != ::accSuccess)) {                  \
+      ::accel::detail::throwDriverError(driver_error_, #expr, __FILE__, \
+                                        __LINE__, __func__);            \
+    }                                                                   \
   } while (0)

@@ -5,8 +5,8 @@
 // initialisation, pinned memory, generators, storage resizing, the
 // torch.accelerator API) reaches this backend. Registered when the
 // extension is loaded.
-#include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <ATen/core/Generator.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/Storage.h>
 #include <c10/core/StorageImpl.h>
 #include <c10/util/Exception.h>
@@ -23,30 +23,22 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
     TORCH_CHECK(deviceCount() > 0, "accel: the driver reports no devices");
   }
 
-  bool isBuilt() const override {
-    return true;
-  }
+  bool isBuilt() const override { return true; }
 
-  bool isAvailable() const override {
-    return deviceCount() > 0;
-  }
+  bool isAvailable() const override { return deviceCount() > 0; }
 
   bool hasPrimaryContext(c10::DeviceIndex device_index) const override {
     // The driver has no per-device context to create.
     return device_index >= 0 && device_index < deviceCount();
   }
 
-  c10::DeviceIndex deviceCount() const override {
-    return accel::deviceCount();
-  }
+  c10::DeviceIndex deviceCount() const override { return accel::deviceCount(); }
 
   void setCurrentDevice(c10::DeviceIndex device) const override {
     setDevice(device);
   }
 
-  c10::DeviceIndex getCurrentDevice() const override {
-    return currentDevice();
-  }
+  c10::DeviceIndex getCurrentDevice() const override { return currentDevice(); }
 
   c10::DeviceIndex exchangeDevice(c10::DeviceIndex device) const override {
     return accel::exchangeDevice(device);
@@ -67,9 +59,8 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
   at::Device getDeviceFromPtr(void* data) const override {
     accPointerAttributes attributes{};
     ACCEL_CHECK(accPointerGetAttributes(&attributes, data));
-    TORCH_CHECK(
-        attributes.type == accMemoryTypeDevice,
-        "accel: the pointer is not device memory");
+    TORCH_CHECK(attributes.type == accMemoryTypeDevice,
+                "accel: the pointer is not device memory");
     return {kDeviceType, static_cast<c10::DeviceIndex>(attributes.device)};
   }
 
@@ -82,8 +73,8 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
     return makeGenerator(device_index);
   }
 
-  void resizePrivateUse1Bytes(
-      const c10::Storage& storage, size_t new_size) const override {
+  void resizePrivateUse1Bytes(const c10::Storage& storage,
+                              size_t new_size) const override {
     resizeStorageBytes(storage.unsafeGetStorageImpl(), new_size);
   }
 };

@@ -32,13 +32,13 @@ extern "C" {
 
 typedef enum accError {
   accSuccess = 0,
-  accErrorInvalidValue = 1,      /* an argument is out of range or NULL */
-  accErrorInvalidDevice = 2,     /* a device index outside [0, count) */
-  accErrorMemoryAllocation = 3,  /* out of device or host memory */
-  accErrorNotReady = 4,          /* queried work has not completed yet */
-  accErrorInvalidHandle = 5,     /* unknown stream, event or pointer */
-  accErrorLaunchFailure = 6,     /* a launched kernel reported an error */
-  accErrorNotInitialized = 7,    /* accInit given after first use */
+  accErrorInvalidValue = 1,     /* an argument is out of range or NULL */
+  accErrorInvalidDevice = 2,    /* a device index outside [0, count) */
+  accErrorMemoryAllocation = 3, /* out of device or host memory */
+  accErrorNotReady = 4,         /* queried work has not completed yet */
+  accErrorInvalidHandle = 5,    /* unknown stream, event or pointer */
+  accErrorLaunchFailure = 6,    /* a launched kernel reported an error */
+  accErrorNotInitialized = 7,   /* accInit given after first use */
 } accError_t;
 
 /* A static, human-readable message for `error` (never NULL). */
@@ -51,10 +51,11 @@ const char* accGetErrorName(accError_t error);
 /* Hints a backend gives the driver before first use. A field of 0 keeps the
  * driver's own default. A real driver may ignore them; the emulator uses them
  * as its defaults, which environment variables override (see
- * docs/driver-interface.md: ACCGEN_EMU_DEVICE_COUNT, ACCGEN_EMU_MEMORY_BYTES). */
+ * docs/driver-interface.md: ACCGEN_EMU_DEVICE_COUNT, ACCGEN_EMU_MEMORY_BYTES).
+ */
 typedef struct accInitParams {
-  int deviceCount;           /* number of devices */
-  uint64_t memoryPerDevice;  /* device memory capacity in bytes */
+  int deviceCount;          /* number of devices */
+  uint64_t memoryPerDevice; /* device memory capacity in bytes */
 } accInitParams;
 
 /* Optional; must come before any other call except the error-string ones,
@@ -66,9 +67,9 @@ accError_t accInit(const accInitParams* params);
 
 typedef struct accDeviceProp {
   char name[256];
-  uint64_t totalGlobalMem;   /* bytes */
-  int multiProcessorCount;   /* compute units */
-  int major;                 /* capability version */
+  uint64_t totalGlobalMem; /* bytes */
+  int multiProcessorCount; /* compute units */
+  int major;               /* capability version */
   int minor;
 } accDeviceProp;
 
@@ -90,15 +91,16 @@ typedef enum accMemcpyKind {
 } accMemcpyKind;
 
 typedef enum accMemoryType {
-  accMemoryTypeUnregistered = 0, /* ordinary host memory, unknown to the driver */
-  accMemoryTypeHost = 1,         /* pinned host memory from accMallocHost */
-  accMemoryTypeDevice = 2,       /* device memory from accMalloc */
+  accMemoryTypeUnregistered =
+      0,                   /* ordinary host memory, unknown to the driver */
+  accMemoryTypeHost = 1,   /* pinned host memory from accMallocHost */
+  accMemoryTypeDevice = 2, /* device memory from accMalloc */
 } accMemoryType;
 
 typedef struct accPointerAttributes {
   accMemoryType type;
-  int device;           /* owning device, -1 for host memory */
-  void* basePointer;    /* start of the allocation holding the pointer */
+  int device;        /* owning device, -1 for host memory */
+  void* basePointer; /* start of the allocation holding the pointer */
   size_t allocationSize;
 } accPointerAttributes;
 

@@ -46,9 +46,9 @@ void lazyInit() {
 }
 
 py::tuple packStream(const c10::Stream& stream) {
-  return py::make_tuple(
-      stream.id(), static_cast<int64_t>(stream.device_index()),
-      static_cast<int64_t>(stream.device_type()));
+  return py::make_tuple(stream.id(),
+                        static_cast<int64_t>(stream.device_index()),
+                        static_cast<int64_t>(stream.device_type()));
 }
 
 py::dict statToDict(const c10::CachingAllocator::Stat& stat) {
@@ -137,7 +137,8 @@ PYBIND11_MODULE(_C, m) {
     if (device < 0) {
       return -1;
     }
-    return static_cast<int>(exchangeDevice(static_cast<c10::DeviceIndex>(device)));
+    return static_cast<int>(
+        exchangeDevice(static_cast<c10::DeviceIndex>(device)));
   });
   m.def(
       "_synchronize",
@@ -153,14 +154,16 @@ PYBIND11_MODULE(_C, m) {
     return packStream(getCurrentStream(static_cast<c10::DeviceIndex>(device)));
   });
   m.def("_get_default_stream", [](int device) {
-    return packStream(kindly_ns::getDefaultStream(static_cast<c10::DeviceIndex>(device)));
+    return packStream(
+        kindly_ns::getDefaultStream(static_cast<c10::DeviceIndex>(device)));
   });
-  m.def("_set_stream", [](int64_t stream_id, int64_t device_index, int64_t device_type) {
-    const c10::Stream stream = c10::Stream::unpack3(
-        stream_id, static_cast<c10::DeviceIndex>(device_index),
-        static_cast<c10::DeviceType>(device_type));
-    (void)exchangeCurrentStream(stream);
-  });
+  m.def("_set_stream",
+        [](int64_t stream_id, int64_t device_index, int64_t device_type) {
+          const c10::Stream stream = c10::Stream::unpack3(
+              stream_id, static_cast<c10::DeviceIndex>(device_index),
+              static_cast<c10::DeviceType>(device_type));
+          (void)exchangeCurrentStream(stream);
+        });
   m.def("_stream_priority_range", [] {
     const auto [least, greatest] = streamPriorityRange();
     return py::make_tuple(least, greatest);
@@ -184,12 +187,14 @@ PYBIND11_MODULE(_C, m) {
     getDeviceAllocator()->resetAccumulatedStats(
         resolveDevice(static_cast<c10::DeviceIndex>(device)));
   });
-  m.def("_empty_cache", [] { getDeviceAllocator()->emptyCache(); }, no_gil);
+  m.def(
+      "_empty_cache", [] { getDeviceAllocator()->emptyCache(); }, no_gil);
   m.def("_mem_get_info", [](int device) {
     const auto [free_bytes, total_bytes] = getDeviceAllocator()->getMemoryInfo(
         static_cast<c10::DeviceIndex>(device));
     return py::make_tuple(free_bytes, total_bytes);
   });
   m.def("_host_memory_stats", &hostMemoryStats);
-  m.def("_empty_host_cache", [] { getHostAllocator()->empty_cache(); }, no_gil);
+  m.def(
+      "_empty_host_cache", [] { getHostAllocator()->empty_cache(); }, no_gil);
 }

@@ -75,7 +75,7 @@ struct Block {
   std::size_t size = 0;       // bytes obtained from the driver
   std::size_t requested = 0;  // bytes asked for by the current user
   c10::DeviceIndex device = 0;
-  c10::StreamId stream = 0;   // the allocation stream
+  c10::StreamId stream = 0;  // the allocation stream
   bool allocated = false;
   std::vector<c10::Stream> stream_uses;  // other streams, see recordStream
 };
@@ -127,24 +127,21 @@ class CachingAllocator final : public c10::DeviceAllocator {
     return {block->ptr, block->ptr, &deleteBlock, torch_device};
   }
 
-  c10::DeleterFnPtr raw_deleter() const override {
-    return &deleteBlock;
-  }
+  c10::DeleterFnPtr raw_deleter() const override { return &deleteBlock; }
 
-  void copy_data(void* dest, const void* src, std::size_t count)
-      const override {
+  void copy_data(void* dest, const void* src,
+                 std::size_t count) const override {
     if (count == 0) {
       return;
     }
     // On the current stream, so the copy is ordered after pending kernels.
     accStream_t stream = currentNativeStream();
-    KINDLY_CHECK(accMemcpyAsync(dest, src, count, accMemcpyDeviceToDevice, stream));
+    KINDLY_CHECK(
+        accMemcpyAsync(dest, src, count, accMemcpyDeviceToDevice, stream));
     KINDLY_CHECK(accStreamSynchronize(stream));
   }
 
-  bool initialized() override {
-    return true;
-  }
+  bool initialized() override { return true; }
 
   void emptyCache(c10::MempoolId_t /*mempool_id*/) override {
     const c10::DeviceIndex count = deviceCount();
@@ -160,7 +157,8 @@ class CachingAllocator final : public c10::DeviceAllocator {
     }
     const std::lock_guard<std::mutex> lock(mutex_);
     const auto it = blocks_.find(ptr);
-    TORCH_CHECK(it != blocks_.end(), "recordStream: pointer not from kindly's allocator");
+    TORCH_CHECK(it != blocks_.end(),
+                "recordStream: pointer not from kindly's allocator");
     Block& block = *it->second;
     if (stream.device_index() == block.device && stream.id() == block.stream) {
       return;
@@ -213,7 +211,8 @@ class CachingAllocator final : public c10::DeviceAllocator {
 
   std::pair<std::size_t, std::size_t> getMemoryInfo(
       c10::DeviceIndex device) override {
-    const c10::DeviceGuard guard(c10::Device(kDeviceType, resolveDevice(device)));
+    const c10::DeviceGuard guard(
+        c10::Device(kDeviceType, resolveDevice(device)));
     std::size_t free_bytes = 0;
     std::size_t total_bytes = 0;
     KINDLY_CHECK(accMemGetInfo(&free_bytes, &total_bytes));
@@ -223,7 +222,8 @@ class CachingAllocator final : public c10::DeviceAllocator {
   void free(void* ptr) {
     std::unique_lock<std::mutex> lock(mutex_);
     const auto it = blocks_.find(ptr);
-    TORCH_INTERNAL_ASSERT(it != blocks_.end(), "kindly: freeing an unknown pointer");
+    TORCH_INTERNAL_ASSERT(it != blocks_.end(),
+                          "kindly: freeing an unknown pointer");
     Block* block = it->second.get();
     if (block->stream_uses.empty()) {
       markFree(*block);
@@ -306,7 +306,8 @@ class CachingAllocator final : public c10::DeviceAllocator {
     updateStat(stats.requested_bytes, block.size, block.requested, false);
     block.allocated = false;
     block.requested = 0;
-    state(block.device).free_blocks.emplace(block.stream, block.size, block.ptr);
+    state(block.device)
+        .free_blocks.emplace(block.stream, block.size, block.ptr);
   }
 
   // Requires mutex_.
@@ -353,7 +354,8 @@ class CachingAllocator final : public c10::DeviceAllocator {
       throwOutOfMemory(device, requested);
     }
     if (error != accSuccess) {
-      detail::throwDriverError(error, "accMalloc(&ptr, size)", __FILE__, __LINE__, __func__);
+      detail::throwDriverError(error, "accMalloc(&ptr, size)", __FILE__,
+                               __LINE__, __func__);
     }
     auto owned = std::make_unique<Block>();
     Block* block = owned.get();
@@ -388,10 +390,10 @@ class CachingAllocator final : public c10::DeviceAllocator {
     TORCH_CHECK_WITH(
         OutOfMemoryError, false, "kindly out of memory. Tried to allocate ",
         formatBytes(requested), " on device ", static_cast<int>(device),
-        ", which has a total capacity of ", formatBytes(total_bytes), " of which ",
-        formatBytes(free_bytes), " is free. Of the memory in use, ",
-        formatBytes(allocated), " is allocated by PyTorch and ",
-        formatBytes(reserved - allocated),
+        ", which has a total capacity of ", formatBytes(total_bytes),
+        " of which ", formatBytes(free_bytes),
+        " is free. Of the memory in use, ", formatBytes(allocated),
+        " is allocated by PyTorch and ", formatBytes(reserved - allocated),
         " is reserved by PyTorch but unallocated.");
   }
 
@@ -408,7 +410,8 @@ class CachingAllocator final : public c10::DeviceAllocator {
         const auto it = blocks_.find(std::get<2>(key));
         Block& block = *it->second;
         updateStat(device_state.stats.segment, block.size, 1, false);
-        updateStat(device_state.stats.reserved_bytes, block.size, block.size, false);
+        updateStat(device_state.stats.reserved_bytes, block.size, block.size,
+                   false);
         ++device_state.stats.num_device_free;
         released.push_back(std::move(it->second));
         blocks_.erase(it);
@@ -429,45 +432,45 @@ class CachingAllocator final : public c10::DeviceAllocator {
   std::vector<DeviceState> devices_;
 };
 
-CachingAllocator g_device_allocator;
+// Never destroyed: tensors may outlive static destruction at process exit.
+CachingAllocator* const g_device_allocator = new CachingAllocator();
 
 void deleteBlock(void* ptr) {
   if (ptr != nullptr) {
-    g_device_allocator.free(ptr);
+    g_device_allocator->free(ptr);
   }
 }
 
 }  // namespace
 
-REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_device_allocator)
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, g_device_allocator)
 
 c10::DeviceAllocator* getDeviceAllocator() {
-  return &g_device_allocator;
+  return g_device_allocator;
 }
 
 c10::Allocator* getTensorAllocator() {
-  return &g_device_allocator;
+  return g_device_allocator;
 }
 
 void recordStream(const c10::DataPtr& data_ptr, const c10::Stream& stream) {
-  g_device_allocator.recordStream(data_ptr, stream);
+  g_device_allocator->recordStream(data_ptr, stream);
 }
 
 void resizeStorageBytes(c10::StorageImpl* storage, std::size_t size_bytes) {
-  TORCH_CHECK(
-      storage->resizable(), "Trying to resize storage that is not resizable");
+  TORCH_CHECK(storage->resizable(),
+              "Trying to resize storage that is not resizable");
   c10::Allocator* allocator = storage->allocator();
-  TORCH_CHECK(
-      allocator != nullptr, "Trying to resize storage without an allocator");
+  TORCH_CHECK(allocator != nullptr,
+              "Trying to resize storage without an allocator");
   const c10::DeviceGuard guard(storage->device());
   c10::DataPtr data = allocator->allocate(size_bytes);
   const std::size_t keep = std::min(storage->nbytes(), size_bytes);
   if (keep > 0) {
     // Ordered on the current stream; the old block goes back to the cache
     // for that same stream, so nothing reuses it before the copy ran.
-    KINDLY_CHECK(accMemcpyAsync(
-        data.get(), storage->data(), keep, accMemcpyDeviceToDevice,
-        currentNativeStream()));
+    KINDLY_CHECK(accMemcpyAsync(data.get(), storage->data(), keep,
+                               accMemcpyDeviceToDevice, currentNativeStream()));
   }
   storage->set_data_ptr_noswap(std::move(data));
   storage->set_nbytes(size_bytes);

@@ -28,11 +28,11 @@ const char* shortSourcePath(const char* file);
 
 /// Evaluates a driver call; on failure throws a c10 exception that names the
 /// call, the file and line, and accGetErrorString() of the result.
-#define KINDLY_CHECK(expr) \
-  do { \
-    const ::accError_t driver_error_ = (expr); \
-    if (C10_UNLIKELY(driver_error_ != ::accSuccess)) { \
-      ::kindly_ns::detail::throwDriverError( \
-          driver_error_, #expr, __FILE__, __LINE__, __func__); \
-    } \
+#define KINDLY_CHECK(expr)                                               \
+  do {                                                                  \
+    const ::accError_t driver_error_ = (expr);                          \
+    if (C10_UNLIKELY(driver_error_ != ::accSuccess)) {                  \
+      ::kindly_ns::detail::throwDriverError(driver_error_, #expr, __FILE__, \
+                                        __LINE__, __func__);            \
+    }                                                                   \
   } while (0)

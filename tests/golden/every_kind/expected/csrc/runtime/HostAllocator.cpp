@@ -40,7 +40,8 @@ class PinnedAllocator final : public at::HostAllocator {
     if (nbytes == 0) {
       return {nullptr, nullptr, &deletePinned, c10::Device(c10::kCPU)};
     }
-    const std::size_t size = (nbytes + kRoundBytes - 1) / kRoundBytes * kRoundBytes;
+    const std::size_t size =
+        (nbytes + kRoundBytes - 1) / kRoundBytes * kRoundBytes;
     {
       const std::lock_guard<std::mutex> lock(mutex_);
       const auto it = free_.lower_bound(size);
@@ -62,7 +63,8 @@ class PinnedAllocator final : public at::HostAllocator {
       error = accMallocHost(&ptr, size);
     }
     if (error != accSuccess) {
-      detail::throwDriverError(error, "accMallocHost(&ptr, size)", __FILE__, __LINE__, __func__);
+      detail::throwDriverError(error, "accMallocHost(&ptr, size)", __FILE__,
+                               __LINE__, __func__);
     }
     const std::lock_guard<std::mutex> lock(mutex_);
     HostBlock& block = blocks_[ptr];
@@ -76,12 +78,10 @@ class PinnedAllocator final : public at::HostAllocator {
     return {ptr, ptr, &deletePinned, c10::Device(c10::kCPU)};
   }
 
-  c10::DeleterFnPtr raw_deleter() const override {
-    return &deletePinned;
-  }
+  c10::DeleterFnPtr raw_deleter() const override { return &deletePinned; }
 
-  void copy_data(void* dest, const void* src, std::size_t count)
-      const override {
+  void copy_data(void* dest, const void* src,
+                 std::size_t count) const override {
     if (count > 0) {
       KINDLY_CHECK(accMemcpy(dest, src, count, accMemcpyHostToHost));
     }
@@ -169,24 +169,25 @@ class PinnedAllocator final : public at::HostAllocator {
   at::HostStats stats_;
 };
 
-PinnedAllocator g_host_allocator;
+// Never destroyed: tensors may outlive static destruction at process exit.
+PinnedAllocator* const g_host_allocator = new PinnedAllocator();
 
 void deletePinned(void* ptr) {
   if (ptr != nullptr) {
-    g_host_allocator.free(ptr);
+    g_host_allocator->free(ptr);
   }
 }
 
 }  // namespace
 
-REGISTER_HOST_ALLOCATOR(at::kPrivateUse1, &g_host_allocator)
+REGISTER_HOST_ALLOCATOR(at::kPrivateUse1, g_host_allocator)
 
 at::HostAllocator* getHostAllocator() {
-  return &g_host_allocator;
+  return g_host_allocator;
 }
 
 c10::Allocator* getPinnedMemoryAllocator() {
-  return &g_host_allocator;
+  return g_host_allocator;
 }
 
 bool isPinnedPtr(const void* ptr) {

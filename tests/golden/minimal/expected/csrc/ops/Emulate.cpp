@@ -655,9 +655,11 @@ void HostGenerators::borrow(const c10::FunctionSchema& schema,
     std::optional<at::Generator> generator;
     if (value.isGenerator()) {
       generator = value.toGenerator();
-      if (generator->device().type() != kDeviceType) {
-        continue;
-      }
+      // As on other devices: a CPU generator does not drive device tensors.
+      TORCH_CHECK(generator->device().type() == kDeviceType,
+                  "Expected a '", c10::DeviceType(kDeviceType),
+                  "' device type for generator but found '",
+                  generator->device().type(), "'");
     }
     // One stand-in per generator, however often it is passed.
     const CpuGeneratorScope* scope = nullptr;

@@ -32,7 +32,11 @@ constexpr int kStreamsPerPool = 4;
 constexpr int kSlotBits = 5;
 static_assert(kStreamsPerPool <= (1 << kSlotBits));
 
-enum class StreamPool : int { kDefault = 0, kLowPriority = 1, kHighPriority = 2 };
+enum class StreamPool : int {
+  kDefault = 0,
+  kLowPriority = 1,
+  kHighPriority = 2
+};
 constexpr int kNumPools = 2;  // the pools behind kLowPriority, kHighPriority
 
 constexpr c10::StreamId makeStreamId(StreamPool pool, int slot) {
@@ -74,7 +78,8 @@ DeviceStreams& poolsOf(c10::DeviceIndex device) {
     int greatest = 0;
     TINY_CHECK(accDeviceGetStreamPriorityRange(&least, &greatest));
     for (int slot = 0; slot < kStreamsPerPool; ++slot) {
-      TINY_CHECK(accStreamCreateWithPriority(&entry.streams[0][slot], 0, least));
+      TINY_CHECK(
+          accStreamCreateWithPriority(&entry.streams[0][slot], 0, least));
       TINY_CHECK(
           accStreamCreateWithPriority(&entry.streams[1][slot], 0, greatest));
     }
@@ -95,9 +100,8 @@ c10::Stream makeStream(c10::DeviceIndex device, c10::StreamId id) {
 }  // namespace
 
 accStream_t nativeStream(const c10::Stream& stream) {
-  TORCH_CHECK(
-      stream.device_type() == kDeviceType, "expected a stream of device type 'tiny', got ",
-      stream);
+  TORCH_CHECK(stream.device_type() == kDeviceType,
+              "expected a stream of device type 'tiny', got ", stream);
   const c10::DeviceIndex device = stream.device_index();
   checkDeviceIndex(device);
   const c10::StreamId id = stream.id();
@@ -121,7 +125,8 @@ c10::Stream getCurrentStream(c10::DeviceIndex device) {
 }
 
 c10::Stream getDefaultStream(c10::DeviceIndex device) {
-  return makeStream(resolveDevice(device), makeStreamId(StreamPool::kDefault, 0));
+  return makeStream(resolveDevice(device),
+                    makeStreamId(StreamPool::kDefault, 0));
 }
 
 c10::Stream getStreamFromPool(c10::DeviceIndex device, int priority) {
@@ -158,9 +163,7 @@ accStream_t currentNativeStream(c10::DeviceIndex device) {
 namespace {
 
 struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
-  c10::DeviceType type() const override {
-    return kDeviceType;
-  }
+  c10::DeviceType type() const override { return kDeviceType; }
 
   c10::Device exchangeDevice(c10::Device device) const override {
     TORCH_INTERNAL_ASSERT(device.type() == kDeviceType);
@@ -194,8 +197,8 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
     return tiny::getDefaultStream(device.index());
   }
 
-  c10::Stream getStreamFromGlobalPool(
-      c10::Device device, bool is_high_priority) const override {
+  c10::Stream getStreamFromGlobalPool(c10::Device device,
+                                      bool is_high_priority) const override {
     return getStreamFromPool(device.index(), is_high_priority ? -1 : 0);
   }
 
@@ -221,22 +224,21 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
     return c10::DeviceCapability();
   }
 
-  void record(
-      void** event, const c10::Stream& stream, const c10::DeviceIndex device_index,
-      const c10::EventFlag flag) const override {
-    TORCH_CHECK(
-        device_index == -1 || device_index == stream.device_index(),
-        "Event device index ", static_cast<int>(device_index),
-        " does not match recording stream's device index ",
-        static_cast<int>(stream.device_index()), ".");
+  void record(void** event, const c10::Stream& stream,
+              const c10::DeviceIndex device_index,
+              const c10::EventFlag flag) const override {
+    TORCH_CHECK(device_index == -1 || device_index == stream.device_index(),
+                "Event device index ", static_cast<int>(device_index),
+                " does not match recording stream's device index ",
+                static_cast<int>(stream.device_index()), ".");
     const c10::DeviceGuard guard(stream.device());
     auto* native_event = static_cast<accEvent_t>(*event);
     if (native_event == nullptr) {
       // Timing costs the driver a clock read per record: only events that
       // asked for it (enable_timing=True) get it.
       const unsigned flags = flag == c10::EventFlag::BACKEND_DEFAULT
-          ? accEventDefault
-          : accEventDisableTiming;
+                                 ? accEventDefault
+                                 : accEventDisableTiming;
       TINY_CHECK(accEventCreateWithFlags(&native_event, flags));
       *event = native_event;
     }
@@ -247,8 +249,8 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
     if (event == nullptr) {
       return;
     }
-    TINY_CHECK(accStreamWaitEvent(
-        nativeStream(stream), static_cast<accEvent_t>(event), 0));
+    TINY_CHECK(accStreamWaitEvent(nativeStream(stream),
+                                   static_cast<accEvent_t>(event), 0));
   }
 
   bool queryEvent(void* event) const override {
@@ -276,16 +278,15 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
     }
   }
 
-  double elapsedTime(
-      void* start, void* end, const c10::DeviceIndex /*device_index*/)
-      const override {
+  double elapsedTime(void* start, void* end,
+                     const c10::DeviceIndex /*device_index*/) const override {
     TORCH_CHECK(
         start != nullptr && end != nullptr,
         "Both events must be recorded before calculating elapsed time.");
     float milliseconds = 0;
-    TINY_CHECK(accEventElapsedTime(
-        &milliseconds, static_cast<accEvent_t>(start),
-        static_cast<accEvent_t>(end)));
+    TINY_CHECK(accEventElapsedTime(&milliseconds,
+                                    static_cast<accEvent_t>(start),
+                                    static_cast<accEvent_t>(end)));
     return milliseconds;
   }
 
@@ -308,8 +309,8 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
     TINY_CHECK(accDeviceSynchronize());
   }
 
-  void recordDataPtrOnStream(
-      const c10::DataPtr& data_ptr, const c10::Stream& stream) const override {
+  void recordDataPtrOnStream(const c10::DataPtr& data_ptr,
+                             const c10::Stream& stream) const override {
     recordStream(data_ptr, stream);
   }
 };

@@ -32,11 +32,10 @@ const char* shortSourcePath(const char* file) {
 void throwDriverError(accError_t error, const char* call, const char* file,
                       int line, const char* function) {
   std::string message = c10::str(
-      "tiny driver call ", call, " failed with ", accGetErrorName(error),
-      ": ", accGetErrorString(error), " (", shortSourcePath(file), ":", line,
-      ")");
-  const c10::SourceLocation location{
-      function, file, static_cast<std::uint32_t>(line)};
+      "tiny driver call ", call, " failed with ", accGetErrorName(error), ": ",
+      accGetErrorString(error), " (", shortSourcePath(file), ":", line, ")");
+  const c10::SourceLocation location{function, file,
+                                     static_cast<std::uint32_t>(line)};
   if (error == accErrorMemoryAllocation) {
     throw c10::OutOfMemoryError(location, std::move(message));
   }
@@ -74,11 +73,10 @@ c10::DeviceIndex deviceCount() noexcept {
 void checkDeviceIndex(c10::DeviceIndex device) {
   const c10::DeviceIndex count = deviceCount();
   TORCH_CHECK(count > 0, "tiny: no devices are available");
-  TORCH_CHECK(
-      device >= 0 && device < count, "Invalid device index ",
-      static_cast<int>(device), " for tiny: ", static_cast<int>(count),
-      " device(s) available, valid indices are 0..",
-      static_cast<int>(count) - 1);
+  TORCH_CHECK(device >= 0 && device < count, "Invalid device index ",
+              static_cast<int>(device), " for tiny: ", static_cast<int>(count),
+              " device(s) available, valid indices are 0..",
+              static_cast<int>(count) - 1);
 }
 
 c10::DeviceIndex currentDevice() {

@@ -40,19 +40,19 @@ class DeviceGenerator final : public at::CPUGeneratorImpl {
 }  // namespace
 
 const at::Generator& getDefaultGenerator(c10::DeviceIndex device) {
-  static std::vector<at::Generator> generators;
-  static std::once_flag created;
-  std::call_once(created, [] {
+  // Never destroyed: kernels may still use them during static destruction.
+  static const std::vector<at::Generator>* const generators = [] {
+    auto* all = new std::vector<at::Generator>();
     const c10::DeviceIndex count = deviceCount();
-    generators.reserve(count);
+    all->reserve(count);
     for (c10::DeviceIndex index = 0; index < count; ++index) {
-      generators.push_back(at::make_generator<DeviceGenerator>(index));
+      all->push_back(at::make_generator<DeviceGenerator>(index));
       // Seeded like CPU's default generator; torch.manual_seed reseeds all.
-      generators.back().set_current_seed(c10::default_rng_seed_val);
+      all->back().set_current_seed(c10::default_rng_seed_val);
     }
-  });
-  device = resolveDevice(device);
-  return generators[device];
+    return all;
+  }();
+  return (*generators)[resolveDevice(device)];
 }
 
 at::Generator makeGenerator(c10::DeviceIndex device) {
@@ -66,9 +66,9 @@ CpuGeneratorScope::CpuGeneratorScope(
                   : getDefaultGenerator(device)),
       lock_(device_.mutex()),
       cpu_(at::detail::createCPUGenerator()) {
-  TORCH_CHECK(
-      device_.device().type() == kDeviceType,
-      "expected a generator of device type 'tiny', got one for ", device_.device());
+  TORCH_CHECK(device_.device().type() == kDeviceType,
+              "expected a generator of device type 'tiny', got one for ",
+              device_.device());
   cpu_.set_state(device_.get_state());
 }
 
