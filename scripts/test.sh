@@ -12,6 +12,9 @@ export CCACHE_BASEDIR=$ROOT
 
 bash scripts/bootstrap.sh
 
+echo "== format (.clang-format)"
+bash scripts/check_format.sh
+
 echo "== build (preset default)"
 cmake --preset default >/dev/null
 cmake --build --preset default -j2
