@@ -206,18 +206,17 @@ void appendStubs(const model::Backend& backend,
       }
       headers.push_back("ATen/ops/" + m.schema().baseName() + "_native.h");
       json entry = ops::returnsData(m.signature);
-      entry.update(
-          {{"name", m.fullName()},
-           {"stub", op.stub},
-           {"wrapper", m.wrapper_name},
-           {"decl", m.signature.decl(m.wrapper_name)},
-           {"native", "at::native::" + native},
-           {"args", ops::callArgs(m.signature)},
-           {"structured", structured},
-           {"structured_class",
-            structured ? "at::native::structured_" + native : ""},
-           {"meta_args", args},
-           {"out", structured ? outs[0] : ""}});
+      entry.update({{"name", m.fullName()},
+                    {"stub", op.stub},
+                    {"wrapper", m.wrapper_name},
+                    {"decl", m.signature.decl(m.wrapper_name)},
+                    {"native", "at::native::" + native},
+                    {"args", ops::callArgs(m.signature)},
+                    {"structured", structured},
+                    {"structured_class",
+                     structured ? "at::native::structured_" + native : ""},
+                    {"meta_args", args},
+                    {"out", structured ? outs[0] : ""}});
       entries.push_back(std::move(entry));
       stubs.push_back(op.stub);
     }

@@ -332,9 +332,9 @@ TEST_F(OperatorFiles, TextIsStableAndClean) {
 }
 
 TEST_F(OperatorFiles, StructuredStubsRunTheirKernelClass) {
-  const auto files = rendered(
-      backend(std::string("operators:\n") + kBuiltins +
-              "  - {op: sin.out, kind: stub, stub: abs_stub}\n"));
+  const auto files =
+      rendered(backend(std::string("operators:\n") + kBuiltins +
+                       "  - {op: sin.out, kind: stub, stub: abs_stub}\n"));
   const std::string& stubs = files.at("csrc/ops/RegisterStubs.cpp");
   EXPECT_TRUE(has(stubs,
                   "  IntoOutput<at::native::structured_sin_out> kernel(out);\n"
@@ -352,8 +352,9 @@ TEST_F(OperatorFiles, StubWithoutATensorIteratorIsRefused) {
     FAIL() << "expected an error";
   } catch (const AccgenError& e) {
     EXPECT_TRUE(has(e.what(), "specs/operators.yaml:")) << e.what();
-    EXPECT_TRUE(has(e.what(), "'mm.out' cannot be registered as a stub: it "
-                              "is structured without a TensorIterator"))
+    EXPECT_TRUE(has(e.what(),
+                    "'mm.out' cannot be registered as a stub: it "
+                    "is structured without a TensorIterator"))
         << e.what();
   }
 }
