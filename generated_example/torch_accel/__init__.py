@@ -18,6 +18,15 @@ import traceback
 from collections import OrderedDict
 from typing import Any, Callable, NamedTuple, Optional, Union
 
+
+def _autoload() -> None:
+    """Entry point of the ``torch.backends`` group: importing the package
+    registers the device. Defined before ``import torch`` so that importing
+    this package first works too: torch's autoload then finds the entry point
+    while this module is still initialising, and the registration below
+    follows once torch is in."""
+
+
 import torch
 from torch._utils import _LazySeedTracker
 
@@ -500,11 +509,6 @@ def get_amp_supported_dtype() -> list[torch.dtype]:
 
 
 # -------------------------------------------------------------- registration
-
-
-def _autoload() -> None:
-    """Entry point of the ``torch.backends`` group: importing the package
-    registered the device already."""
 
 
 def _register() -> None:
