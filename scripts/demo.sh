@@ -26,15 +26,24 @@ mkdir -p "$WORK"
 echo "== accgen generate (a no-op right after init)"
 (cd "$WORK/$NAME" && "$ACCGEN" generate)
 
-echo "== build and install torch_$NAME"
-CMAKE_PREFIX_PATH=$ROOT/build/install "$PY" -m pip install -q \
-  --no-build-isolation "$WORK/$NAME"
+# PyTorch takes one PrivateUse1 backend per process, and `import torch`
+# loads every installed backend: the demo's backend goes into a directory of
+# its own (build/demo/site) so that it never meets another one installed in
+# this Python, and the demo imports it explicitly. A plain
+# `pip install --no-build-isolation DIR` is what a backend's users run.
+echo "== build and install torch_$NAME into $WORK/site"
+rm -rf "$WORK/site"
+CMAKE_PREFIX_PATH=$ROOT/build/install "$PY" -m pip install -q --no-deps \
+  --no-build-isolation --target "$WORK/site" "$WORK/$NAME"
 
 echo "== demo"
 cd "$WORK"
-"$PY" - "$NAME" <<'PYEOF'
+PYTHONPATH=$WORK/site TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$PY" - "$NAME" <<'PYEOF'
+import importlib
 import sys
-import torch  # the backend loads itself through the torch.backends entry point
+import torch
+
+importlib.import_module("torch_" + sys.argv[1])
 
 dev = sys.argv[1]
 mod = getattr(torch, dev)
