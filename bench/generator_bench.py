@@ -81,10 +81,16 @@ def main():
             f.write("backend: PrivateUse1\ncpp_namespace: benchdev\nsupported:\n")
             for op in tg_ops:
                 f.write(f"- {op}\n")
+        # Every timed run writes into a directory of its own: deleting
+        # thousands of files just before a run makes the file system slow
+        # to create the next ones (ext4 with discard), which would charge
+        # one tool for the clean-up of its previous run.
+        runs = iter(range(1_000_000))
         tg_out = os.path.join(work, "torchgen_out")
 
         def run_torchgen():
-            shutil.rmtree(tg_out, ignore_errors=True)
+            nonlocal tg_out
+            tg_out = os.path.join(work, f"torchgen_out_{next(runs)}")
             os.makedirs(tg_out)
             subprocess.run([sys.executable, "-m", "torchgen.gen_backend_stubs",
                             "--source-yaml", tg_yaml, "--output-dir", tg_out],
@@ -107,7 +113,8 @@ def main():
         ag_out = os.path.join(work, "accgen_out")
 
         def run_accgen():
-            shutil.rmtree(ag_out, ignore_errors=True)
+            nonlocal ag_out
+            ag_out = os.path.join(work, f"accgen_out_{next(runs)}")
             subprocess.run([args.accgen, "generate", "--specs", specs, "--out", ag_out],
                            check=True, stdout=subprocess.DEVNULL)
 
