@@ -10,6 +10,7 @@
 #include "generator/cli/init.h"
 #include "generator/cli/inspect.h"
 #include "generator/cli/pipeline.h"
+#include "generator/cli/torch_cache.h"
 #include "generator/support/diagnostics.h"
 #include "generator/upgrade/lock.h"
 #include "generator/upgrade/schema_diff.h"
@@ -45,9 +46,29 @@ void printDiagnostics(const std::vector<Diagnostic>& diags) {
 }
 
 int runGenerate(const GenerateOptions& o) {
+  // Note [Input fingerprint]: a tree generated from exactly these inputs,
+  // untouched since, needs no rendering at all.
+  std::string inputs;
+  if (o.schemas.empty() || fs::is_regular_file(o.schemas)) {
+    std::string schema_file = o.schemas, version;
+    if (schema_file.empty()) {
+      TorchFacts facts = findTorchCached();
+      schema_file = facts.install.native_functions_yaml;
+      version = facts.install.version;
+    }
+    inputs = inputFingerprint(o.specs, o.out, schema_file, version,
+                              render::defaultTemplateDir());
+    if (!o.check && !o.force && !o.update_lock) {
+      if (auto n = write::currentTreeSize(o.out, inputs)) {
+        std::cout << "0 written, " << *n << " unchanged, 0 removed\n";
+        return static_cast<int>(ExitCode::kOk);
+      }
+    }
+  }
+
   SchemaSource schemas = loadSchemas(o.schemas);
   model::Backend backend = loadBackend(o.specs, schemas, std::cerr);
-  emit::RunInfo run{schemas.torch_version};
+  emit::RunInfo run{schemas.torch_version, inputs};
 
   // Note [Schema lock]: locked operators whose schemas changed stop the run
   // before anything renders, unless --update-lock accepts them.

@@ -1,6 +1,7 @@
 // The shared pipeline of the commands.
 #include "generator/cli/pipeline.h"
 
+#include <algorithm>
 #include <exception>
 #include <filesystem>
 #include <thread>
@@ -8,6 +9,7 @@
 #include "generator/cli/torch_cache.h"
 #include "generator/spec/spec.h"
 #include "generator/support/diagnostics.h"
+#include "generator/support/io.h"
 #include "generator/upgrade/schema_source.h"
 
 namespace accgen::cli {
@@ -129,9 +131,48 @@ std::vector<write::RenderedFile> renderBackend(const model::Backend& backend,
   return rendered;
 }
 
+std::string inputFingerprint(const std::string& specs_dir,
+                             const std::string& out_dir,
+                             const std::string& schema_file,
+                             const std::string& torch_version,
+                             const std::string& templates_root) {
+  namespace fs = std::filesystem;
+  std::string all = std::string("accgen ") + ACCGEN_VERSION + '\0' + "torch " +
+                    torch_version + '\0';
+  auto add = [&all](const std::string& label, const fs::path& path) {
+    all += label + '\0' + readFile(path.string()).value_or("") + '\0';
+  };
+  auto addTree = [&add](const std::string& label, const fs::path& dir,
+                        bool recursive) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) return;
+    std::vector<fs::path> files;
+    if (recursive) {
+      for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
+        if (e.is_regular_file()) files.push_back(e.path());
+      }
+    } else {
+      for (const auto& e : fs::directory_iterator(dir, ec)) {
+        if (e.is_regular_file()) files.push_back(e.path());
+      }
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      add(label + fs::relative(f, dir).generic_string(), f);
+    }
+  };
+  add("schemas", schema_file);
+  addTree("templates/", templates_root, /*recursive=*/true);
+  addTree("specs/", specs_dir, /*recursive=*/false);
+  addTree("kernels/", fs::path(out_dir) / "kernels", /*recursive=*/false);
+  return write::contentHash(all);
+}
+
 nlohmann::json manifestExtra(const emit::RunInfo& run) {
-  return {{"accgen_version", ACCGEN_VERSION},
-          {"torch_version", run.torch_version}};
+  nlohmann::json extra = {{"accgen_version", ACCGEN_VERSION},
+                          {"torch_version", run.torch_version}};
+  if (!run.inputs.empty()) extra["inputs"] = run.inputs;
+  return extra;
 }
 
 }  // namespace accgen::cli

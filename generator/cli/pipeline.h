@@ -46,6 +46,16 @@ std::vector<write::RenderedFile> renderBackend(const model::Backend& backend,
                                                render::TemplateSet& templates,
                                                const std::string& out_dir = "");
 
+/// Hash of everything a generated tree depends on: accgen's version, the
+/// schema file, every template, the specs (with the lock) and the user
+/// kernels under `out_dir`/kernels. Contents only, never times, so it is
+/// the same on every machine (Note [Input fingerprint] in writer.h).
+std::string inputFingerprint(const std::string& specs_dir,
+                             const std::string& out_dir,
+                             const std::string& schema_file,
+                             const std::string& torch_version,
+                             const std::string& templates_root);
+
 /// What the manifest records besides the files.
 nlohmann::json manifestExtra(const emit::RunInfo& run);
 

@@ -36,6 +36,9 @@ struct OutputFile {
 struct RunInfo {
   /// The torch version whose schemas were used ("2.13.0+cpu"); "" unknown.
   std::string torch_version;
+  /// Hash of everything the output depends on (Note [Input fingerprint]);
+  /// "" when not computed.
+  std::string inputs;
 };
 
 using EmitFn = std::vector<OutputFile> (*)(const model::Backend&);

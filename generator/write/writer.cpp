@@ -192,6 +192,28 @@ WriteReport writeTree(const std::string& out_dir,
   return report;
 }
 
+std::optional<std::size_t> currentTreeSize(const std::string& out_dir,
+                                           const std::string& inputs) {
+  const fs::path out(out_dir);
+  auto text = readFile((out / kManifestName).string());
+  if (!text) return std::nullopt;
+  auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || j.value("inputs", "") != inputs ||
+      !j.contains("files")) {
+    return std::nullopt;
+  }
+  for (const auto& [path, entry] : j["files"].items()) {
+    auto on_disk = readFile((out / path).string());
+    if (!on_disk || contentHash(*on_disk) != entry.value("hash", "")) {
+      return std::nullopt;
+    }
+  }
+  for (const auto& path : j.value("user_files", nlohmann::json::array())) {
+    if (!fs::exists(out / path.get<std::string>())) return std::nullopt;
+  }
+  return j["files"].size();
+}
+
 std::string unifiedDiff(const std::string& old_text,
                         const std::string& new_text,
                         const std::string& old_label,

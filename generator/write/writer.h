@@ -10,6 +10,7 @@
 // files became stale.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,13 @@ WriteReport writeTree(const std::string& out_dir,
 /// Renders the manifest text that writeTree would write for `files`.
 std::string manifestText(const std::vector<RenderedFile>& files,
                          const nlohmann::json& extra);
+
+/// Note [Input fingerprint]: when the manifest in `out_dir` records
+/// `inputs` and every generated file it lists still has its hash (and every
+/// user file exists), a regeneration from the same inputs would write
+/// nothing; returns the number of generated files then, else nullopt.
+std::optional<std::size_t> currentTreeSize(const std::string& out_dir,
+                                           const std::string& inputs);
 
 /// Compares `files` (and the manifest) with the tree on disk without writing.
 /// Returns one unified diff per differing file (empty when the tree matches);

@@ -31,11 +31,14 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-/// Runs accgen with `args` in `cwd`, capturing stdout and stderr.
-Result accgen(const std::string& args, const fs::path& cwd) {
+/// Runs accgen with `args` in `cwd`, capturing stdout and stderr; `env` is
+/// a prefix of VAR=value assignments.
+Result accgen(const std::string& args, const fs::path& cwd,
+              const std::string& env = "") {
   const fs::path out = cwd / ".cli_stdout", err = cwd / ".cli_stderr";
-  std::string cmd = "cd '" + cwd.string() + "' && '" ACCGEN_BINARY "' " + args +
-                    " >'" + out.string() + "' 2>'" + err.string() + "'";
+  std::string cmd = "cd '" + cwd.string() + "' && " + env +
+                    " '" ACCGEN_BINARY "' " + args + " >'" + out.string() +
+                    "' 2>'" + err.string() + "'";
   int status = std::system(cmd.c_str());
   Result r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -176,6 +179,37 @@ TEST_F(CliTest, CheckFindsHandEditsAndGenerateRefusesThem) {
   EXPECT_EQ(forced.code, 0) << forced.err;
   EXPECT_EQ(slurp(victim), original);
   EXPECT_EQ(accgen("generate --check", project).code, 0);
+}
+
+TEST_F(CliTest, ChangedInputsAreNeverSkipped) {
+  // Note [Input fingerprint]: a no-op run skips rendering only while specs,
+  // templates, schemas and kernels are what the manifest recorded.
+  const fs::path templates = dir_ / "templates";
+  fs::copy(fs::path(ACCGEN_SOURCE_DIR) / "templates", templates,
+           fs::copy_options::recursive);
+  const std::string env = "ACCGEN_TEMPLATE_DIR='" + templates.string() + "'";
+  ASSERT_EQ(accgen("init demo", dir_, env).code, 0);
+  const fs::path project = dir_ / "demo";
+  ASSERT_EQ(accgen("generate", project, env).code, 0);  // records the inputs
+  Result same = accgen("generate", project, env);
+  ASSERT_EQ(same.code, 0) << same.err;
+  EXPECT_EQ(same.out.rfind("0 written, ", 0), 0u) << same.out;
+
+  std::ofstream(templates / "backend" / "pyproject.toml.mustache",
+                std::ios::app)
+      << "# one more line\n";
+  Result changed = accgen("generate", project, env);
+  ASSERT_EQ(changed.code, 0) << changed.err;
+  EXPECT_EQ(changed.out.rfind("1 written, ", 0), 0u) << changed.out;
+  EXPECT_NE(slurp(project / "pyproject.toml").find("# one more line"),
+            std::string::npos);
+
+  std::ofstream(project / "specs" / "operators.yaml", std::ios::app)
+      << "  - {op: lerp.Scalar, kind: emulate}\n";
+  Result spec_changed = accgen("generate", project, env);
+  ASSERT_EQ(spec_changed.code, 0) << spec_changed.err;
+  EXPECT_EQ(spec_changed.out.rfind("0 written, ", 0), std::string::npos)
+      << spec_changed.out;
 }
 
 TEST_F(CliTest, StaleGeneratedFilesAreRemoved) {
