@@ -59,8 +59,8 @@ int runGenerate(const GenerateOptions& o) {
     inputs = inputFingerprint(o.specs, o.out, schema_file, version,
                               render::defaultTemplateDir());
     if (!o.check && !o.force && !o.update_lock) {
-      if (auto n = write::currentTreeSize(o.out, inputs)) {
-        std::cout << "0 written, " << *n << " unchanged, 0 removed\n";
+      if (auto report = write::currentTree(o.out, inputs)) {
+        std::cout << report->summary() << "\n";
         return static_cast<int>(ExitCode::kOk);
       }
     }

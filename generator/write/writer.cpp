@@ -192,8 +192,8 @@ WriteReport writeTree(const std::string& out_dir,
   return report;
 }
 
-std::optional<std::size_t> currentTreeSize(const std::string& out_dir,
-                                           const std::string& inputs) {
+std::optional<WriteReport> currentTree(const std::string& out_dir,
+                                       const std::string& inputs) {
   const fs::path out(out_dir);
   auto text = readFile((out / kManifestName).string());
   if (!text) return std::nullopt;
@@ -202,16 +202,19 @@ std::optional<std::size_t> currentTreeSize(const std::string& out_dir,
       !j.contains("files")) {
     return std::nullopt;
   }
+  WriteReport report;
   for (const auto& [path, entry] : j["files"].items()) {
     auto on_disk = readFile((out / path).string());
     if (!on_disk || contentHash(*on_disk) != entry.value("hash", "")) {
       return std::nullopt;
     }
+    report.unchanged.push_back(path);
   }
   for (const auto& path : j.value("user_files", nlohmann::json::array())) {
     if (!fs::exists(out / path.get<std::string>())) return std::nullopt;
+    report.kept_user.push_back(path.get<std::string>());
   }
-  return j["files"].size();
+  return report;
 }
 
 std::string unifiedDiff(const std::string& old_text,

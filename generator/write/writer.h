@@ -62,9 +62,10 @@ std::string manifestText(const std::vector<RenderedFile>& files,
 /// Note [Input fingerprint]: when the manifest in `out_dir` records
 /// `inputs` and every generated file it lists still has its hash (and every
 /// user file exists), a regeneration from the same inputs would write
-/// nothing; returns the number of generated files then, else nullopt.
-std::optional<std::size_t> currentTreeSize(const std::string& out_dir,
-                                           const std::string& inputs);
+/// nothing; returns that run's report then (everything unchanged or kept),
+/// else nullopt.
+std::optional<WriteReport> currentTree(const std::string& out_dir,
+                                       const std::string& inputs);
 
 /// Compares `files` (and the manifest) with the tree on disk without writing.
 /// Returns one unified diff per differing file (empty when the tree matches);
