@@ -37,6 +37,7 @@ run_one() {
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=1:strict_init_order=1} \
   UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
   TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
+  ACCGEN_EMU_PROTECT=${ACCGEN_EMU_PROTECT:-1} \
     "$build/bin/emulator_tests" "${gtest_args[@]}"
 }
 

@@ -1,13 +1,13 @@
 // Measures the emulated device runtime against its targets in one run:
 //  - copy bandwidth of 64 MiB H2D, D2H, D2D next to a plain host memcpy of
 //    the same size (target: at least 80% of memcpy);
-//  - latency of launching an empty kernel and of launch + synchronize
-//    (targets: median <= 2 us and <= 10 us);
+//  - latency of launching an empty kernel, of launch + synchronize and of
+//    a synchronous launch (targets: median <= 2 us, <= 10 us, <= 1 us);
 //  - accMalloc + accFree of 1 MiB;
 //  - the access guard (Note [Device memory access]): a kernel touching one
 //    buffer, and a 4-byte device-to-host copy, with the guard on and off.
-//    The guard is fixed per process, so the "off" column comes from a child
-//    run of this program with ACCGEN_EMU_PROTECT=0.
+//    The guard is fixed per process: this process turns it on, and the
+//    "off" column comes from a child run with ACCGEN_EMU_PROTECT=0.
 //
 // Usage: emulator_bench [--quick]   (--quick: fewer repetitions)
 #include <accgen/driver.h>
@@ -94,14 +94,15 @@ Stats latency(int reps, Body&& body) {
 
 // The measurements that depend on the access guard: launch + synchronize
 // of a kernel touching one fully populated buffer of each size (mprotect
-// cost grows with the populated page-table entries), then a 4-byte
-// device-to-host copy.
+// cost grows with the populated page-table entries), a synchronous launch
+// of a kernel touching the smallest one, then a 4-byte device-to-host copy.
 constexpr size_t kGuardSizes[] = {size_t{4} << 10, size_t{256} << 10,
                                   size_t{64} << 20};
 constexpr const char* kGuardLabels[] = {
     "launch + sync, kernel touching 4 KiB buffer",
     "launch + sync, kernel touching 256 KiB buffer",
-    "launch + sync, kernel touching 64 MiB buffer", "accMemcpy D2H of 4 bytes"};
+    "launch + sync, kernel touching 64 MiB buffer",
+    "sync launch, kernel touching 4 KiB buffer", "accMemcpy D2H of 4 bytes"};
 constexpr size_t kGuardFigures = std::size(kGuardLabels);
 
 std::vector<double> measureGuard(const Options& options) {
@@ -121,6 +122,13 @@ std::vector<double> measureGuard(const Options& options) {
   }
   void* dev = nullptr;
   check(accMalloc(&dev, 4096), "accMalloc");
+  check(accMemset(dev, 0, 4096), "accMemset");
+  const void* buffers[] = {dev};
+  medians.push_back(
+      latency(options.latency_reps / 4, [&] {
+        check(accLaunchKernelSync(nullptr, touchKernel, dev, buffers, 1),
+              "synchronous launch");
+      }).p50);
   int value = 0;
   medians.push_back(
       latency(options.latency_reps, [&] {
@@ -165,10 +173,10 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  const char* protect = std::getenv("ACCGEN_EMU_PROTECT");
-  std::printf(
-      "accgen emulator benchmark (guard %s in this process)\n\n",
-      protect != nullptr && std::strcmp(protect, "0") == 0 ? "off" : "on");
+  // This process measures with the guard on (the emulator's default is
+  // off); the child run measures without it.
+  setenv("ACCGEN_EMU_PROTECT", "1", 1);
+  std::printf("accgen emulator benchmark (guard on in this process)\n\n");
 
   // ------------------------------------------------------------ bandwidth
   const size_t bytes = size_t{64} << 20;
@@ -257,6 +265,10 @@ int main(int argc, char** argv) {
     check(accStreamSynchronize(stream), "synchronize");
   });
   check(accStreamDestroy(stream), "accStreamDestroy");
+  const Stats launch_sync_call = latency(options.latency_reps, [] {
+    check(accLaunchKernelSync(nullptr, emptyKernel, nullptr, nullptr, 0),
+          "synchronous launch");
+  });
   printRow("launch empty kernel, median", launch.p50, "us", "<= 2 us",
            launch.p50 <= 2.0);
   printRow("launch empty kernel, p99", launch.p99, "us");
@@ -266,6 +278,8 @@ int main(int argc, char** argv) {
   printRow("launch + synchronize (created stream), median",
            launch_sync_stream.p50, "us", "<= 10 us",
            launch_sync_stream.p50 <= 10.0);
+  printRow("accLaunchKernelSync (idle stream), median", launch_sync_call.p50,
+           "us", "<= 1 us", launch_sync_call.p50 <= 1.0);
 
   // ----------------------------------------------------------- allocation
   const Stats alloc = latency(options.alloc_reps, [] {

@@ -102,13 +102,13 @@ at::Tensor& kernel_add_out(const at::Tensor& self, const at::Tensor& other,
     AddLaunch launch{&iter, alpha};
     AT_DISPATCH_V2(
         dtype, "add", AT_WRAP([&] {
-          ACCEL_CHECK(accLaunchKernel(stream, &addKernel<scalar_t>, &launch,
-                                      buffers.data(), buffers.size()));
+          // The iterator lives on this stack frame: a synchronous launch.
+          ACCEL_CHECK(accLaunchKernelSync(stream, &addKernel<scalar_t>,
+                                          &launch, buffers.data(),
+                                          buffers.size()));
         }),
         AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16,
         at::kBool);
-    // The iterator lives on this stack frame: wait for the kernel.
-    ACCEL_CHECK(accStreamSynchronize(stream));
   }
   if (!result.is_same(out)) {
     at::native::resize_output(out, result.sizes());

@@ -57,9 +57,8 @@ at::Tensor kernel_relu(const at::Tensor& self) {
                                     input.numel()};
         const void* buffers[] = {input.storage().data(),
                                  result.storage().data()};
-        ACCEL_CHECK(accLaunchKernel(stream, &reluKernel<scalar_t>, &launch,
-                                    buffers, 2));
-        ACCEL_CHECK(accStreamSynchronize(stream));
+        ACCEL_CHECK(accLaunchKernelSync(stream, &reluKernel<scalar_t>, &launch,
+                                        buffers, 2));
       }),
       AT_EXPAND(AT_ALL_TYPES), at::kHalf, at::kBFloat16);
   return result;

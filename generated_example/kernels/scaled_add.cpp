@@ -81,9 +81,8 @@ at::Tensor kernel_scaled_add(const at::Tensor& self, const at::Tensor& other,
             out.mutable_data_ptr<scalar_t>(), alpha, a.numel()};
         const void* buffers[] = {a.storage().data(), b.storage().data(),
                                  out.storage().data()};
-        ACCEL_CHECK(accLaunchKernel(stream, &scaledAddKernel<scalar_t>,
-                                    &launch, buffers, 3));
-        ACCEL_CHECK(accStreamSynchronize(stream));
+        ACCEL_CHECK(accLaunchKernelSync(stream, &scaledAddKernel<scalar_t>,
+                                        &launch, buffers, 3));
       });
   return out;
 }

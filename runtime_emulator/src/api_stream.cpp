@@ -12,6 +12,58 @@ using accgen::emulator::Stream;
 using accgen::emulator::Work;
 using accgen::emulator::WorkKind;
 
+namespace {
+
+// A kernel work item with the allocations holding `buffers`; false when a
+// non-null pointer lies in no allocation.
+bool kernelWork(Runtime& rt, accKernelFn_t fn, void* user_data,
+                const void* const* buffers, size_t num_buffers, Work& work) {
+  work.kind = WorkKind::kKernel;
+  work.fn = fn;
+  work.user_data = user_data;
+  if (num_buffers == 0) {
+    return true;
+  }
+  work.allocations.reserve(num_buffers);
+  return rt.allocations().findForKernel(buffers, num_buffers, work.allocations);
+}
+
+// accLaunchKernel, or with `wait` accLaunchKernelSync.
+accError_t launchKernel(accStream_t stream, accKernelFn_t fn, void* user_data,
+                        const void* const* buffers, size_t num_buffers,
+                        bool wait) {
+  if (fn == nullptr || (num_buffers != 0 && buffers == nullptr)) {
+    return accErrorInvalidValue;
+  }
+  return guarded([&](Runtime& rt) {
+    Work work;
+    if (!kernelWork(rt, fn, user_data, buffers, num_buffers, work)) {
+      return accErrorInvalidValue;
+    }
+    std::shared_ptr<Stream> owner;
+    Stream* target = rt.findStream(stream, owner);
+    if (target == nullptr) {
+      return accErrorInvalidHandle;
+    }
+    if (!wait) {
+      uint64_t seq = 0;
+      return target->submit(std::move(work), seq);
+    }
+    // Note [Synchronous launch]: the result of accLaunchKernel plus
+    // accStreamSynchronize. On an idle stream the kernel runs on this
+    // thread (nothing queued could run before it, and the caller would
+    // only wait), which saves waking the worker and being woken by it:
+    // microseconds each on a loaded machine, more than a small operator's
+    // whole kernel. The kernel's error is returned rather than left
+    // sticky, after an earlier sticky error of the stream.
+    const accError_t error = target->runOrdered(std::move(work));
+    const accError_t pending = target->takeError();
+    return pending != accSuccess ? pending : error;
+  });
+}
+
+}  // namespace
+
 extern "C" {
 
 accError_t accDeviceGetStreamPriorityRange(int* least, int* greatest) {
@@ -63,10 +115,13 @@ accError_t accStreamQuery(accStream_t stream) {
     if (target == nullptr) {
       return accErrorInvalidHandle;
     }
+    // Completion first: a worker sets a kernel's error before it marks the
+    // kernel complete, so once the stream is seen idle its errors are seen.
+    const bool idle = target->idle();
     if (accError_t error = target->takeError(); error != accSuccess) {
       return error;
     }
-    return target->idle() ? accSuccess : accErrorNotReady;
+    return idle ? accSuccess : accErrorNotReady;
   });
 }
 
@@ -150,33 +205,13 @@ accError_t accGetDefaultStream(int device, accStream_t* stream) {
 accError_t accLaunchKernel(accStream_t stream, accKernelFn_t fn,
                            void* user_data, const void* const* buffers,
                            size_t num_buffers) {
-  if (fn == nullptr || (num_buffers != 0 && buffers == nullptr)) {
-    return accErrorInvalidValue;
-  }
-  return guarded([&](Runtime& rt) {
-    Work work;
-    work.kind = WorkKind::kKernel;
-    work.fn = fn;
-    work.user_data = user_data;
-    if (num_buffers != 0) {
-      work.allocations.reserve(num_buffers);
-      if (!rt.allocations().findForKernel(buffers, num_buffers,
-                                          work.allocations)) {
-        return accErrorInvalidValue;
-      }
-    }
-    uint64_t seq = 0;
-    if (stream == nullptr) {
-      // The common case skips the handle table and its reference count.
-      return rt.device(Runtime::currentDevice())
-          .default_stream->submit(std::move(work), seq);
-    }
-    std::shared_ptr<Stream> target = rt.findStream(stream);
-    if (target == nullptr) {
-      return accErrorInvalidHandle;
-    }
-    return target->submit(std::move(work), seq);
-  });
+  return launchKernel(stream, fn, user_data, buffers, num_buffers, false);
+}
+
+accError_t accLaunchKernelSync(accStream_t stream, accKernelFn_t fn,
+                               void* user_data, const void* const* buffers,
+                               size_t num_buffers) {
+  return launchKernel(stream, fn, user_data, buffers, num_buffers, true);
 }
 
 }  // extern "C"

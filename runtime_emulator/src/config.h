@@ -23,7 +23,10 @@ struct Config {
   int device_count = kDefaultDeviceCount;
   uint64_t memory_per_device = kDefaultMemoryPerDevice;
   /// Note [Device memory access]: device memory is PROT_NONE outside work.
-  bool protect = true;
+  /// Off by default, the release mode: with operators running inline
+  /// (Note [Synchronous launch]), the guard's mprotect calls would cost
+  /// more than a small operator itself. Test suites turn it on.
+  bool protect = false;
   int64_t spin_ns = kDefaultSpinNs;
 };
 

@@ -88,6 +88,21 @@ std::shared_ptr<Stream> Runtime::findStream(accStream_t handle) {
   return it == streams_.end() ? nullptr : it->second;
 }
 
+Stream* Runtime::findStream(accStream_t handle,
+                            std::shared_ptr<Stream>& owner) {
+  if (handle == nullptr) {
+    return devices_[tls_device].default_stream.get();
+  }
+  for (int d = 0; d < config_.device_count; ++d) {
+    Stream* candidate = devices_[d].default_stream.get();
+    if (candidate->handle() == handle) {
+      return candidate;
+    }
+  }
+  owner = findStream(handle);
+  return owner.get();
+}
+
 std::shared_ptr<Stream> Runtime::createStream(int device, int priority) {
   auto stream =
       std::make_shared<Stream>(device, priority, false, config_.spin_ns);

@@ -61,6 +61,10 @@ class Runtime {
   /// Resolves a handle: null is the current device's default stream.
   /// Returns null for a handle that is not a live stream.
   std::shared_ptr<Stream> findStream(accStream_t handle);
+  /// Like findStream, but a default stream (null, or the handle of one),
+  /// which lives as long as the runtime, is found without the handle table
+  /// and its reference count; `owner` keeps any other stream alive.
+  Stream* findStream(accStream_t handle, std::shared_ptr<Stream>& owner);
   std::shared_ptr<Stream> createStream(int device, int priority);
   /// Removes a created stream from the table (default streams cannot be);
   /// returns it, or null if `handle` is unknown or a default stream.

@@ -1,8 +1,9 @@
 // Note [Device memory access]: device memory faults on host access; a kernel
 // gets access to exactly the allocations holding its buffer pointers, for
-// its duration; ACCGEN_EMU_PROTECT=0 turns the guard off. Every case runs in
-// a child process (gtest death tests, "threadsafe" style: a fresh exec), so
-// the environment is set before the child's first driver call.
+// its duration; ACCGEN_EMU_PROTECT=1 turns the guard on (the suite runs
+// with it: tests/emulator/CMakeLists.txt), 0 or nothing leaves it off. Every
+// case runs in a child process (gtest death tests, "threadsafe" style: a fresh
+// exec), so the environment is set before the child's first driver call.
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -58,6 +59,25 @@ TEST_F(GuardDeathTest, HostReadOfDeviceMemoryFaults) {
       {
         void* dev = guardedAllocation(64);
         std::fprintf(stderr, "read %d\n", *static_cast<volatile int*>(dev));
+        std::_Exit(0);
+      },
+      diedOfSegv, segvMessage());
+}
+
+TEST_F(GuardDeathTest, HostWriteAfterASyncLaunchFaults) {
+  EXPECT_EXIT(
+      {
+        void* dev = guardedAllocation(64);
+        // Inline on this thread, with access for the kernel only.
+        if (launchSync(nullptr,
+                       [dev] {
+                         *static_cast<int*>(dev) = 1;
+                         return accSuccess;
+                       },
+                       {dev}) != accSuccess) {
+          std::_Exit(91);
+        }
+        *static_cast<volatile int*>(dev) = 2;
         std::_Exit(0);
       },
       diedOfSegv, segvMessage());
@@ -160,6 +180,20 @@ TEST_F(GuardDeathTest, OverlappingKernelsShareAccess) {
         int value = 0;
         accMemcpy(&value, dev, sizeof(value), accMemcpyDeviceToHost);
         std::_Exit(value == 7 ? 0 : 96);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(GuardDeathTest, GuardIsOffByDefault) {
+  EXPECT_EXIT(
+      {
+        unsetenv("ACCGEN_EMU_PROTECT");
+        void* dev = nullptr;
+        if (accMalloc(&dev, 64) != accSuccess) {
+          std::_Exit(97);
+        }
+        *static_cast<volatile int*>(dev) = 3;
+        std::_Exit(*static_cast<volatile int*>(dev) == 3 ? 0 : 98);
       },
       ::testing::ExitedWithCode(0), "");
 }

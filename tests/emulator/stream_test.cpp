@@ -424,6 +424,101 @@ TEST(Stream, KernelMaySynchronizeItsOwnStream) {
   ASSERT_EQ(accStreamDestroy(stream), accSuccess);
 }
 
+TEST(Stream, SyncLaunchRunsInlineOnAnIdleStream) {
+  void* dev = nullptr;
+  ASSERT_EQ(accMalloc(&dev, sizeof(int)), accSuccess);
+  std::thread::id kernel_thread;
+  ASSERT_EQ(launchSync(nullptr,
+                       [&kernel_thread, dev] {
+                         kernel_thread = std::this_thread::get_id();
+                         *static_cast<int*>(dev) = 42;  // given access
+                         return accSuccess;
+                       },
+                       {dev}),
+            accSuccess);
+  EXPECT_EQ(kernel_thread, std::this_thread::get_id());
+  int host = 0;
+  ASSERT_EQ(accMemcpy(&host, dev, sizeof(int), accMemcpyDeviceToHost),
+            accSuccess);
+  EXPECT_EQ(host, 42);
+  ASSERT_EQ(accFree(dev), accSuccess);
+}
+
+TEST(Stream, SyncLaunchWaitsForQueuedWork) {
+  accStream_t stream = nullptr;
+  ASSERT_EQ(accStreamCreate(&stream), accSuccess);
+  auto gate = std::make_shared<Gate>();
+  std::atomic<bool> first_done{false};
+  ASSERT_EQ(launch(stream,
+                   [gate, &first_done] {
+                     if (!gate->wait()) {
+                       return accErrorNotReady;
+                     }
+                     first_done.store(true);
+                     return accSuccess;
+                   }),
+            accSuccess);
+  std::thread opener([gate] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    gate->open();
+  });
+  bool saw_first = false;
+  std::thread::id kernel_thread;
+  EXPECT_EQ(launchSync(stream,
+                       [&] {
+                         saw_first = first_done.load();
+                         kernel_thread = std::this_thread::get_id();
+                         return accSuccess;
+                       }),
+            accSuccess);
+  opener.join();
+  EXPECT_TRUE(saw_first) << "ran after the queued kernel";
+  EXPECT_NE(kernel_thread, std::this_thread::get_id())
+      << "a busy stream's worker runs it";
+  EXPECT_EQ(accStreamQuery(stream), accSuccess) << "nothing left behind";
+  ASSERT_EQ(accStreamDestroy(stream), accSuccess);
+}
+
+TEST(Stream, SyncLaunchReportsErrorsLikeLaunchThenSynchronize) {
+  accStream_t stream = nullptr;
+  ASSERT_EQ(accStreamCreate(&stream), accSuccess);
+  EXPECT_EQ(launchSync(stream, [] { return accErrorInvalidDevice; }),
+            accErrorInvalidDevice)
+      << "the kernel's own code";
+  EXPECT_EQ(accStreamSynchronize(stream), accSuccess) << "not left sticky";
+  EXPECT_EQ(
+      launchSync(stream, []() -> accError_t { throw std::runtime_error("x"); }),
+      accErrorLaunchFailure);
+
+  // An earlier kernel's sticky error comes first, and is then cleared.
+  ASSERT_EQ(launch(stream, [] { return accErrorMemoryAllocation; }),
+            accSuccess);
+  std::atomic<bool> ran{false};
+  EXPECT_EQ(launchSync(stream,
+                       [&ran] {
+                         ran.store(true);
+                         return accErrorInvalidDevice;
+                       }),
+            accErrorMemoryAllocation);
+  EXPECT_TRUE(ran.load()) << "the kernel still ran";
+  EXPECT_EQ(accStreamSynchronize(stream), accSuccess);
+
+  // Argument checks as for accLaunchKernel: nothing runs.
+  int local = 0;
+  const void* buffers[] = {&local};
+  EXPECT_EQ(
+      accLaunchKernelSync(stream, runBorrowedClosure, nullptr, buffers, 1),
+      accErrorInvalidValue)
+      << "host memory is no device buffer";
+  EXPECT_EQ(accLaunchKernelSync(stream, nullptr, nullptr, nullptr, 0),
+            accErrorInvalidValue);
+  int dummy = 0;
+  EXPECT_EQ(launchSync(reinterpret_cast<accStream_t>(&dummy),
+                       [] { return accSuccess; }),
+            accErrorInvalidHandle);
+  ASSERT_EQ(accStreamDestroy(stream), accSuccess);
+}
+
 TEST(Stream, ManyHostThreadsAtOnce) {
   constexpr int kThreads = 8;
   constexpr int kIterations = 150;

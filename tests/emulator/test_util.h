@@ -51,6 +51,18 @@ inline accError_t launch(accStream_t stream, Closure fn,
   return error;
 }
 
+inline accError_t runBorrowedClosure(void* data) {
+  return (*static_cast<Closure*>(data))();
+}
+
+/// Runs `fn` on `stream` with access to `buffers` and returns once it ran
+/// (accLaunchKernelSync: the closure may live on the caller's stack).
+inline accError_t launchSync(accStream_t stream, Closure fn,
+                             std::vector<const void*> buffers = {}) {
+  return accLaunchKernelSync(stream, runBorrowedClosure, &fn, buffers.data(),
+                             buffers.size());
+}
+
 /// A one-shot flag that kernels wait on, with a timeout so that a broken
 /// emulator fails a test instead of hanging it.
 class Gate {

@@ -15,6 +15,10 @@ torch_<device>. `import torch` loads the backend through its
 so that a backend on PYTHONPATH without an entry point works too. Tests
 that need a fresh interpreter (environment overrides, autoload) use the
 `run_python` fixture.
+
+The suites run with the emulator's access guard on (ACCGEN_EMU_PROTECT=1,
+unless the environment says otherwise): a host dereference of device memory,
+or a kernel touching memory it did not declare, fails the run.
 """
 
 import importlib
@@ -23,8 +27,11 @@ import pathlib
 import subprocess
 import sys
 
-import pytest
-import torch
+# Before torch loads the backend: the emulator reads it on first use.
+os.environ.setdefault("ACCGEN_EMU_PROTECT", "1")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 import yaml
 
 _REPO = pathlib.Path(__file__).resolve().parents[2]

@@ -2,6 +2,7 @@
 out-of-memory behaviour, and pinned host memory."""
 
 import gc
+import signal
 
 import pytest
 import torch
@@ -127,6 +128,27 @@ def test_capacity_follows_environment(device, run_python):
     result = run_python(code, env={"ACCGEN_EMU_MEMORY_BYTES": str(64 << 20)})
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [str(64 << 20), "oom"]
+
+
+_HOST_READ = (
+    "import ctypes, torch\n"
+    "t = torch.full((4,), 7, dtype=torch.int32, device='{device}')\n"
+    "print(int(t.sum()), flush=True)\n"
+    "print(ctypes.c_int32.from_address(t.data_ptr()).value, flush=True)\n"
+)
+
+
+def test_guard_faults_a_host_read_of_device_memory(device, run_python):
+    """With the access guard on (as in the test suites) the host reading a
+    device pointer dies of SIGSEGV at once; off (the emulator's default, the
+    release mode) the same read succeeds."""
+    code = _HOST_READ.format(device=device)
+    guarded = run_python(code, env={"ACCGEN_EMU_PROTECT": "1"})
+    assert guarded.returncode == -signal.SIGSEGV, guarded.stderr
+    assert guarded.stdout.split() == ["28"]
+    released = run_python(code, env={"ACCGEN_EMU_PROTECT": None})
+    assert released.returncode == 0, released.stderr
+    assert released.stdout.split() == ["28", "7"]
 
 
 # ------------------------------------------------------------ pinned memory

@@ -168,6 +168,17 @@ accError_t accLaunchKernel(accStream_t stream, accKernelFn_t fn,
                            void* user_data, const void* const* buffers,
                            size_t num_buffers);
 
+/* Runs `fn(user_data)` on `stream` after the work queued there before it and
+ * returns once it finished: accLaunchKernel followed by accStreamSynchronize
+ * in one call, with the same result (the kernel's error, or the stream's
+ * earlier sticky error first). The driver may run the kernel on the calling
+ * thread; the emulator does when the stream is idle, which saves the two
+ * hand-offs to and from the stream's worker. For kernels whose caller waits
+ * anyway, such as a kernel that reads the caller's stack frame. */
+accError_t accLaunchKernelSync(accStream_t stream, accKernelFn_t fn,
+                               void* user_data, const void* const* buffers,
+                               size_t num_buffers);
+
 /* ------------------------------------------------------------------ events */
 
 enum { accEventDefault = 0x0, accEventDisableTiming = 0x2 };

@@ -40,6 +40,11 @@ namespace kindly_ns::emulate {
 /// to the tensor's allocation may read or write through it.
 at::Tensor hostAlias(const at::Tensor& device_tensor);
 
+/// A meta tensor with the dtype and geometry (sizes, strides, storage offset
+/// and storage size) of `t`, made without a dispatcher call: the input of a
+/// Meta kernel that computes a result's shape.
+at::Tensor metaTensor(const at::Tensor& t);
+
 /// Runs `fn` as a kernel on the current stream of `device`, with access to
 /// the allocations that hold `buffers`, and waits for it. An exception
 /// thrown by `fn` is rethrown here unchanged; warnings it raised are raised

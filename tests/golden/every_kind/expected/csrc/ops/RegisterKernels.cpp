@@ -18,6 +18,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include "csrc/ops/Emulate.h"
 #include "csrc/ops/KernelDecls.h"
 #include "csrc/runtime/Runtime.h"
 
@@ -31,8 +32,7 @@ namespace {
   if (!t.defined() || t.is_meta() || (t.is_cpu() && t.dim() == 0)) {
     return t;
   }
-  return at::empty_strided(t.sizes(), t.strides(),
-                           t.options().device(c10::kMeta));
+  return emulate::metaTensor(t);
 }
 [[maybe_unused]] std::optional<at::Tensor> toMeta(
     const std::optional<at::Tensor>& t) {

@@ -378,10 +378,10 @@ void launchAndWait(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
                    c10::function_ref<void()> fn, bool fresh_results) {
   Launch launch{fn, nullptr, {}};
   launch.warnings.fresh_results = fresh_results;
-  accStream_t stream = currentNativeStream(device);
-  TINY_CHECK(accLaunchKernel(stream, &runLaunch, &launch, buffers.data(),
-                                buffers.size()));
-  TINY_CHECK(accStreamSynchronize(stream));
+  // The CPU kernel reads this frame: a synchronous launch, which runs it on
+  // this thread when the stream is idle.
+  TINY_CHECK(accLaunchKernelSync(currentNativeStream(device), &runLaunch,
+                                    &launch, buffers.data(), buffers.size()));
   for (const c10::Warning& warning : launch.warnings.warnings) {
     c10::warn(warning);
   }
@@ -635,6 +635,10 @@ const T& cachedPlan(const c10::OperatorHandle& op,
 at::Tensor hostAlias(const at::Tensor& device_tensor) {
   AliasSet aliases;
   return aliases.alias(device_tensor, /*written=*/false);
+}
+
+at::Tensor metaTensor(const at::Tensor& t) {
+  return metaOf(t);
 }
 
 void runOnDevice(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
