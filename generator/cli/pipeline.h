@@ -24,7 +24,7 @@ struct SchemaSource {
   /// The installed torch, when it could be found.
   std::optional<schema::TorchInstall> torch;
   /// The DispatchStubs its ATen headers declare (with `torch`).
-  std::set<std::string> dispatch_stubs;
+  schema::DispatchStubs dispatch_stubs;
   /// Version of the torch the schemas belong to ("" when unknown).
   std::string torch_version;
 };

@@ -64,11 +64,17 @@ TorchFacts findTorchCached() {
       t.native_functions_yaml = j.value("native_functions_yaml", "");
       t.include_dir = j.value("include_dir", "");
       if (!t.torch_dir.empty() && j.value("stamps", "") == stamps(t)) {
-        for (const auto& s :
-             j.value("dispatch_stubs", nlohmann::json::array())) {
-          facts.dispatch_stubs.insert(s.get<std::string>());
+        // An object of stub to header; an older cache's list of names
+        // is stale.
+        const auto stubs = j.find("dispatch_stubs");
+        if (stubs != j.end() && stubs->is_object()) {
+          for (const auto& [name, header] : stubs->items()) {
+            if (header.is_string()) {
+              facts.dispatch_stubs.emplace(name, header.get<std::string>());
+            }
+          }
+          return facts;
         }
-        return facts;
       }
     }
   }

@@ -13,7 +13,7 @@ namespace accgen::cli {
 /// The installed torch and its DispatchStubs.
 struct TorchFacts {
   schema::TorchInstall install;
-  std::set<std::string> dispatch_stubs;
+  schema::DispatchStubs dispatch_stubs;
 };
 
 /// findTorch() and findDispatchStubs(), remembered in

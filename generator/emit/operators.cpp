@@ -124,34 +124,6 @@ std::string nativeKernel(const schema::NativeFunction& fn) {
   return "";
 }
 
-// The ATen headers that declare DispatchStubs of general operators. The
-// model only knows a stub's name, so the registration file includes them
-// all; a stub declared elsewhere fails to compile with its name in the
-// message.
-const std::vector<std::string>& stubHeaders() {
-  static const std::vector<std::string> kHeaders = {
-      "ATen/native/Activation.h",
-      "ATen/native/BinaryOps.h",
-      "ATen/native/Copy.h",
-      "ATen/native/Cross.h",
-      "ATen/native/Distance.h",
-      "ATen/native/Fill.h",
-      "ATen/native/IndexKernel.h",
-      "ATen/native/Lerp.h",
-      "ATen/native/PointwiseOps.h",
-      "ATen/native/Pow.h",
-      "ATen/native/RangeFactories.h",
-      "ATen/native/ReduceAllOps.h",
-      "ATen/native/ReduceOps.h",
-      "ATen/native/Sorting.h",
-      "ATen/native/TensorAdvancedIndexing.h",
-      "ATen/native/TensorCompare.h",
-      "ATen/native/TensorFactories.h",
-      "ATen/native/UnaryOps.h",
-  };
-  return kHeaders;
-}
-
 // "self, other" without the out arguments; the out arguments' names.
 std::pair<std::string, std::vector<std::string>> splitOut(
     const schema::CppSignature& sig) {
@@ -179,7 +151,7 @@ std::pair<std::string, std::vector<std::string>> splitOut(
 void appendStubs(const model::Backend& backend,
                  std::vector<OutputFile>& files) {
   json entries = json::array();
-  std::vector<std::string> headers = stubHeaders();
+  std::vector<std::string> headers;
   std::vector<std::string> stubs;
   for (const auto& op : backend.operators()) {
     if (op.kind != spec::OpKind::kStub) continue;
@@ -205,6 +177,9 @@ void appendStubs(const model::Backend& backend,
                 "stub (abs.out, sin.out), or use kind emulate");
       }
       headers.push_back("ATen/ops/" + m.schema().baseName() + "_native.h");
+      // Without a checked stub name its header is unknown: the build then
+      // fails with the stub's name in the message.
+      if (!op.stub_header.empty()) headers.push_back(op.stub_header);
       json entry = ops::returnsData(m.signature);
       entry.update({{"name", m.fullName()},
                     {"stub", op.stub},
@@ -279,22 +254,33 @@ void appendAutocast(const model::Backend& backend,
   if (!backend.features().autocast) return;
   json rules = json::array();
   std::vector<std::string> headers;
+  json appended = json::array();
   for (const auto& rule : backend.autocastRules()) {
-    if (rule.policy == spec::CastPolicy::kFp32AppendDtype) {
-      throw AccgenError(
-          ExitCode::kInvalidInput,
-          rule.loc.str() +
-              ": error: policy fp32_append_dtype is not "
-              "supported for '" +
-              rule.full_name +
-              "'\nnote: it redispatches to another overload with a dtype "
-              "argument; use fp32 or fp32_set_opt_dtype");
-    }
     const schema::FunctionSchema& s = rule.function->schema;
     headers.push_back(ops::opsHeader(s));
+    const bool append = rule.dtype_overload != nullptr;
+    std::string wrapper;
+    if (append) {
+      // Note [fp32_append_dtype]: torch's wrapper for this policy takes the
+      // at:: function's C++ signatures; the dispatcher's, which accgen
+      // derives for every operator, serve as well through at::_ops.
+      const schema::FunctionSchema& target = rule.dtype_overload->schema;
+      headers.push_back(ops::opsHeader(target));
+      wrapper =
+          "autocast_" + s.name + (s.overload.empty() ? "" : "_") + s.overload;
+      const std::string args = ops::callArgs(rule.signature);
+      appended.push_back({{"name", rule.full_name},
+                          {"target_name", target.fullName()},
+                          {"target", ops::opsStruct(target)},
+                          {"decl", rule.signature.decl(wrapper)},
+                          {"args", args}});
+    }
     rules.push_back({{"name", s.name},
                      {"overload", s.overload},
                      {"has_overload", !s.overload.empty()},
+                     {"full_name", rule.full_name},
+                     {"append", append},
+                     {"wrapper", wrapper},
                      {"policy", std::string(spec::policyName(rule.policy))}});
   }
   const char* dtype = backend.autocastDtype() == spec::AutocastDtype::kBFloat16
@@ -303,6 +289,8 @@ void appendAutocast(const model::Backend& backend,
   files.push_back(ops::backendFile(
       "csrc/ops/Autocast.cpp",
       {{"rules", rules},
+       {"appended", appended},
+       {"has_appended", !appended.empty()},
        {"headers", ops::sortedUnique(std::move(headers))},
        {"dtype", dtype},
        {"dtype_name", std::string(spec::dtypeName(backend.autocastDtype()))}},

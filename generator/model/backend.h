@@ -71,6 +71,9 @@ struct Operator {
   std::string kernel_file;
   /// Kind stub: the DispatchStub to register, e.g. "abs_stub"; "" otherwise.
   std::string stub;
+  /// Kind stub: the header declaring it ("ATen/native/UnaryOps.h"); "" when
+  /// stub names were not checked.
+  std::string stub_header;
   /// The operators.yaml entry.
   SourceLoc loc;
 
@@ -118,6 +121,9 @@ struct AutocastRule {
   spec::CastPolicy policy = spec::CastPolicy::kFp32;
   std::shared_ptr<const schema::NativeFunction> function;
   schema::CppSignature signature;
+  /// fp32_append_dtype: the overload called instead, with the same
+  /// arguments and a trailing `ScalarType dtype` ("norm.ScalarOpt_dtype").
+  std::shared_ptr<const schema::NativeFunction> dtype_overload;
   SourceLoc loc;
 };
 
@@ -171,10 +177,10 @@ struct BuildOptions {
   /// The installed torch's include directory (TorchInstall::include_dir);
   /// stub names are checked against the DispatchStubs declared there.
   std::string torch_include_dir;
-  /// Known DispatchStub names; when set, used instead of scanning
-  /// torch_include_dir (tests). With neither, stub names are not checked
-  /// and a warning says so.
-  std::optional<std::set<std::string>> dispatch_stubs;
+  /// Known DispatchStubs and their headers; when set, used instead of
+  /// scanning torch_include_dir (tests). With neither, stub names are not
+  /// checked and a warning says so.
+  std::optional<schema::DispatchStubs> dispatch_stubs;
 };
 
 /// Validates `specs` against `registry` and builds the Backend; every problem

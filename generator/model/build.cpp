@@ -321,14 +321,16 @@ class BackendBuilder {
   }
 
   bool checkStub(const spec::OperatorEntry& entry, const std::string& stub) {
-    const std::set<std::string>* known = knownStubs(entry);
+    const schema::DispatchStubs* known = knownStubs(entry);
     if (!known || known->count(stub)) return true;
     std::string message = "unknown DispatchStub '" + stub + "'";
     std::vector<std::string> notes = {
         "stubs are the DECLARE_DISPATCH names in the installed torch's "
         "ATen/native headers"};
     if (entry.stub) {
-      std::vector<std::string> candidates(known->begin(), known->end());
+      std::vector<std::string> candidates;
+      for (const auto& [name, header] : *known)
+        candidates.push_back(name);
       std::string near = nearestName(stub, candidates);
       if (!near.empty()) message += "; did you mean '" + near + "'?";
     } else {
@@ -337,7 +339,7 @@ class BackendBuilder {
       message += " (the default for '" + entry.op + "')";
       std::string prefix = stub.substr(0, stub.size() - 4);
       std::vector<std::string> related;
-      for (const auto& k : *known) {
+      for (const auto& [k, header] : *known) {
         if (k.starts_with(prefix)) related.push_back(k);
       }
       if (!related.empty()) {
@@ -352,7 +354,7 @@ class BackendBuilder {
     return false;
   }
 
-  const std::set<std::string>* knownStubs(const spec::OperatorEntry& entry) {
+  const schema::DispatchStubs* knownStubs(const spec::OperatorEntry& entry) {
     if (options_.dispatch_stubs) return &*options_.dispatch_stubs;
     if (!options_.torch_include_dir.empty()) {
       if (!scanned_stubs_) {
@@ -385,7 +387,13 @@ class BackendBuilder {
       op.overload = entry.overload;
       op.kind = entry.kind;
       op.group = entry.group;
-      op.stub = entry.kind == OpKind::kStub ? stubName(entry, *fn) : "";
+      if (entry.kind == OpKind::kStub) {
+        op.stub = stubName(entry, *fn);
+        if (const schema::DispatchStubs* known = knownStubs(entry)) {
+          auto it = known->find(op.stub);
+          if (it != known->end()) op.stub_header = it->second;
+        }
+      }
       op.loc = entry.loc;
       op.members.push_back(std::move(*primary));
       explicit_.emplace(entry.op, resolved_.size());
@@ -627,10 +635,27 @@ class BackendBuilder {
                "for other operators"});
         continue;
       }
+      const NativeFunction* dtype_overload = nullptr;
+      if (entry.policy == spec::CastPolicy::kFp32AppendDtype) {
+        dtype_overload = findDtypeOverload(*fn);
+        if (dtype_overload == nullptr) {
+          error(entry.loc,
+                "operator '" + entry.op +
+                    "' cannot be fp32_append_dtype: no overload of '" +
+                    fn->schema.name +
+                    "' takes its arguments and a trailing 'ScalarType dtype'",
+                {"fp32_append_dtype calls that overload with float32 "
+                 "(norm.Scalar calls norm.ScalarOpt_dtype); use fp32 for "
+                 "other operators"});
+          continue;
+        }
+      }
       AutocastRule rule;
       rule.full_name = entry.op;
       rule.policy = entry.policy;
       rule.function = share(*fn);
+      if (dtype_overload != nullptr)
+        rule.dtype_overload = share(*dtype_overload);
       // The signature points into the shared copy, not the registry.
       auto sig = signatureOf(rule.function->schema, entry.loc);
       if (!sig) continue;
@@ -649,6 +674,42 @@ class BackendBuilder {
                 return nameLess(a.full_name, b.full_name);
               });
     backend_.autocast_ = std::move(rules);
+  }
+
+  // The overload of fn's operator whose arguments are fn's (by name, each
+  // of the same type or its optional) followed by `ScalarType dtype`, with
+  // the same returns: what fp32_append_dtype redispatches to.
+  const NativeFunction* findDtypeOverload(const NativeFunction& fn) const {
+    const schema::FunctionSchema& s = fn.schema;
+    // The result type follows the first argument, a tensor.
+    if (s.arguments.empty() || !s.arguments.front().type.isTensor()) {
+      return nullptr;
+    }
+    auto accepts = [](const schema::Type& to, const schema::Type& from) {
+      schema::Type widened = from.withoutAnnotation();
+      if (to.withoutAnnotation() == widened) return true;
+      widened.optional = true;
+      return to.withoutAnnotation() == widened;
+    };
+    for (const NativeFunction& candidate : registry_.functions()) {
+      const schema::FunctionSchema& c = candidate.schema;
+      if (c.name != s.name || c.arguments.size() != s.arguments.size() + 1 ||
+          c.returns != s.returns) {
+        continue;
+      }
+      const schema::Argument& last = c.arguments.back();
+      if (last.name != "dtype" || last.type.base != "ScalarType" ||
+          last.type.optional || last.type.is_list) {
+        continue;
+      }
+      bool same = true;
+      for (std::size_t i = 0; same && i < s.arguments.size(); ++i) {
+        same = c.arguments[i].name == s.arguments[i].name &&
+               accepts(c.arguments[i].type, s.arguments[i].type);
+      }
+      if (same) return &candidate;
+    }
+    return nullptr;
   }
 
   static bool hasOptionalDtype(const schema::FunctionSchema& s) {
@@ -731,7 +792,7 @@ class BackendBuilder {
   std::set<std::string> builtin_misdeclared_;
   std::map<std::string, std::shared_ptr<const NativeFunction>> shared_;
   std::map<std::string, std::vector<std::string>> overloads_;
-  std::optional<std::set<std::string>> scanned_stubs_;
+  std::optional<schema::DispatchStubs> scanned_stubs_;
   bool warned_unchecked_stubs_ = false;
 };
 

@@ -311,10 +311,14 @@ TorchInstall findTorch();
 /// file cannot be read or declares none.
 std::string readTorchVersion(const std::string& version_py);
 
+/// DispatchStub names ("abs_stub") to the header that declares them, as a
+/// registration file includes it ("ATen/native/UnaryOps.h").
+using DispatchStubs = std::map<std::string, std::string>;
+
 /// Scans `aten_include_dir` (torch/include, or its ATen/) for
-/// DECLARE_DISPATCH(<fn type>, <name>) in ATen/native/**/*.h; returns the
-/// stub names ("abs_stub", "add_stub").
-std::set<std::string> findDispatchStubs(const std::string& aten_include_dir);
+/// DECLARE_DISPATCH(<fn type>, <name>) in ATen/native/**/*.h. Headers are
+/// read in path order; a stub declared twice keeps its first header.
+DispatchStubs findDispatchStubs(const std::string& aten_include_dir);
 
 // ---------------------------------------------------------------------------
 // C++ dispatcher signatures

@@ -143,7 +143,8 @@ bool isIdentChar(char c) {
 // Comments, string literals and preprocessor lines (the macro's own
 // #define) are skipped; the arguments split at commas outside parentheses,
 // exactly as the preprocessor splits them.
-void scanHeader(const std::string& text, std::set<std::string>& out) {
+void scanHeader(const std::string& text, const std::string& header,
+                DispatchStubs& out) {
   constexpr std::string_view kMacro = "DECLARE_DISPATCH";
   const std::size_t n = text.size();
   std::size_t i = 0;
@@ -225,7 +226,7 @@ void scanHeader(const std::string& text, std::set<std::string>& out) {
       name.remove_suffix(1);
     }
     if (!name.empty() && std::all_of(name.begin(), name.end(), isIdentChar)) {
-      out.emplace(name);
+      out.emplace(name, header);
     }
     i = close + 1;
   }
@@ -233,7 +234,7 @@ void scanHeader(const std::string& text, std::set<std::string>& out) {
 
 }  // namespace
 
-std::set<std::string> findDispatchStubs(const std::string& aten_include_dir) {
+DispatchStubs findDispatchStubs(const std::string& aten_include_dir) {
   fs::path root(aten_include_dir);
   // Accept torch/include, torch/include/ATen or ATen/native itself.
   if (fs::is_directory(root / "ATen" / "native")) {
@@ -241,19 +242,25 @@ std::set<std::string> findDispatchStubs(const std::string& aten_include_dir) {
   } else if (fs::is_directory(root / "native")) {
     root = root / "native";
   }
-  std::set<std::string> stubs;
   std::error_code ec;
   fs::recursive_directory_iterator it(root, ec), end;
   if (ec) {
     fail("cannot read ATen headers under " + aten_include_dir + ": " +
          ec.message());
   }
+  // Relative paths in a fixed order: directory listings have none.
+  std::vector<std::string> headers;
   for (; it != end; it.increment(ec)) {
     if (ec) break;
     if (!it->is_regular_file() || it->path().extension() != ".h") continue;
-    std::string text = readFile(it->path().string()).value_or("");
+    headers.push_back(it->path().lexically_relative(root).generic_string());
+  }
+  std::sort(headers.begin(), headers.end());
+  DispatchStubs stubs;
+  for (const std::string& header : headers) {
+    std::string text = readFile((root / header).string()).value_or("");
     if (text.find("DECLARE_DISPATCH") == std::string::npos) continue;
-    scanHeader(text, stubs);
+    scanHeader(text, "ATen/native/" + header, stubs);
   }
   return stubs;
 }

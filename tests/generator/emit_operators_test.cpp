@@ -91,7 +91,8 @@ class OperatorFiles : public ::testing::Test {
     specs.operators = *o;
     specs.autocast = *a;
     model::BuildOptions options;
-    options.dispatch_stubs = std::set<std::string>{"abs_stub"};
+    options.dispatch_stubs =
+        schema::DispatchStubs{{"abs_stub", "ATen/native/UnaryOps.h"}};
     auto built = model::buildBackend(specs, *registry_, diags, options);
     diags.print(printed);
     EXPECT_TRUE(built.has_value()) << printed.str();

@@ -65,7 +65,7 @@ class BackendFiles : public ::testing::Test {
     specs.backend = *b;
     specs.operators = *o;
     model::BuildOptions options;
-    options.dispatch_stubs = std::set<std::string>();
+    options.dispatch_stubs = schema::DispatchStubs();
     auto built = model::buildBackend(specs, *registry_, diags, options);
     diags.print(printed);
     EXPECT_TRUE(built.has_value()) << printed.str();

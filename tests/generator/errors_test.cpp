@@ -93,7 +93,7 @@ class ScopedCwd {
 struct TorchFixture {
   schema::TorchInstall torch;
   std::unique_ptr<schema::SchemaRegistry> registry;
-  std::set<std::string> stubs;
+  schema::DispatchStubs stubs;
 };
 
 const TorchFixture& torchFixture() {

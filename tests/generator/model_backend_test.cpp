@@ -42,7 +42,7 @@ class RealTorch : public ::testing::Test {
     torch_ = new schema::TorchInstall(schema::findTorch());
     registry_ = new schema::SchemaRegistry(
         schema::SchemaRegistry::load(torch_->native_functions_yaml));
-    stubs_ = new std::set<std::string>(
+    stubs_ = new schema::DispatchStubs(
         schema::findDispatchStubs(torch_->include_dir));
   }
   static void TearDownTestSuite() {
@@ -87,12 +87,12 @@ class RealTorch : public ::testing::Test {
 
   static schema::TorchInstall* torch_;
   static schema::SchemaRegistry* registry_;
-  static std::set<std::string>* stubs_;
+  static schema::DispatchStubs* stubs_;
 };
 
 schema::TorchInstall* RealTorch::torch_ = nullptr;
 schema::SchemaRegistry* RealTorch::registry_ = nullptr;
-std::set<std::string>* RealTorch::stubs_ = nullptr;
+schema::DispatchStubs* RealTorch::stubs_ = nullptr;
 
 const std::string kBaseOperators =
     std::string("operators:\n") + kBuiltins +

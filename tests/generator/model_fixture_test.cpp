@@ -78,7 +78,8 @@ class Fixture : public ::testing::Test {
     specs.backend = *backend;
     specs.operators = *ops;
     BuildOptions options;
-    options.dispatch_stubs = std::set<std::string>{"relu_stub"};
+    options.dispatch_stubs =
+        schema::DispatchStubs{{"relu_stub", "ATen/native/Activation.h"}};
     return buildBackend(specs, registry_, diags, options);
   }
 

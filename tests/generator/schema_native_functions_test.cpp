@@ -458,7 +458,7 @@ TEST(InstalledTorch, ScannerAgreesWithYamlCpp) {
 
 TEST(DispatchStubs, FindsStubsOfTheInstalledTorch) {
   auto start = std::chrono::steady_clock::now();
-  std::set<std::string> stubs = findDispatchStubs(torch().include_dir);
+  DispatchStubs stubs = findDispatchStubs(torch().include_dir);
   double ms = std::chrono::duration<double, std::milli>(
                   std::chrono::steady_clock::now() - start)
                   .count();
@@ -471,6 +471,9 @@ TEST(DispatchStubs, FindsStubsOfTheInstalledTorch) {
   EXPECT_FALSE(stubs.contains("name"));
   EXPECT_FALSE(stubs.contains("stub"));
   EXPECT_GT(stubs.size(), 300u);
+  // Each with the header that declares it, as an include names it.
+  EXPECT_EQ(stubs["abs_stub"], "ATen/native/UnaryOps.h");
+  EXPECT_EQ(stubs["softmax_lastdim_kernel"], "ATen/native/cpu/SoftmaxKernel.h");
 }
 
 TEST(DispatchStubs, ParsesTheMacroLikeThePreprocessor) {
@@ -496,10 +499,16 @@ TEST(DispatchStubs, ParsesTheMacroLikeThePreprocessor) {
     std::ofstream out(root / "NotAHeader.cpp");
     out << "DECLARE_DISPATCH(fn, cpp_stub)\n";
   }
-  std::set<std::string> stubs =
+  {
+    // Declared again in a header that sorts later: the first one counts.
+    std::ofstream out(root / "Twice.h");
+    out << "DECLARE_DISPATCH(fn, paren_stub)\n";
+  }
+  DispatchStubs stubs =
       findDispatchStubs((root.parent_path().parent_path()).string());
-  EXPECT_EQ(stubs, (std::set<std::string>{"multi_line_stub", "nested_stub",
-                                          "paren_stub"}));
+  EXPECT_EQ(stubs, (DispatchStubs{{"multi_line_stub", "ATen/native/Ops.h"},
+                                  {"nested_stub", "ATen/native/cpu/Nested.h"},
+                                  {"paren_stub", "ATen/native/Ops.h"}}));
   fs::remove_all(root.parent_path().parent_path());
 }
 

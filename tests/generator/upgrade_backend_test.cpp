@@ -147,7 +147,7 @@ class UpgradeBackendTest : public ::testing::Test {
     auto specs = spec::loadSpecs(specs_.string(), diags);
     EXPECT_TRUE(specs.has_value());
     model::BuildOptions options;
-    options.dispatch_stubs = std::set<std::string>{};
+    options.dispatch_stubs = schema::DispatchStubs{};
     auto backend = model::buildBackend(*specs, registry, diags, options);
     if (!backend) {
       std::ostringstream os;

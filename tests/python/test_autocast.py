@@ -66,6 +66,27 @@ def test_fp32_ops_run_in_float32(device, low):
         assert (x + x).dtype == low
 
 
+def test_fp32_append_dtype_calls_the_dtype_overload(device, low):
+    # norm.Scalar has no dtype argument: the rule calls
+    # norm.ScalarOpt_dtype with float32, as torch's CUDA rules do.
+    if "norm.Scalar" not in (POLICIES.get("fp32_append_dtype") or []):
+        pytest.skip("norm.Scalar is not fp32_append_dtype in this spec")
+    # (torch.norm itself routes to linalg.vector_norm: call the overloads.)
+    norm = torch.ops.aten.norm
+    x = torch.randn(3, 5, device=device, dtype=low)
+    with torch.autocast(device):
+        got = norm.Scalar(x, 3)
+        by_dim = norm.ScalarOpt_dim(x, 2, [1])
+    assert got.dtype == torch.float32 and got.device.type == device
+    torch.testing.assert_close(got.cpu(), norm.Scalar(x.cpu().float(), 3))
+    if "norm.ScalarOpt_dim" in POLICIES["fp32_append_dtype"]:
+        assert by_dim.dtype == torch.float32
+        torch.testing.assert_close(by_dim.cpu(),
+                                   norm.ScalarOpt_dim(x.cpu().float(), 2, [1]))
+    # Outside autocast the input's dtype stays.
+    assert norm.Scalar(x, 3).dtype == low
+
+
 def test_promote_ops_widen(device, low):
     if "cat" not in (POLICIES.get("promote") or []):
         pytest.skip("cat is not promote in this spec")

@@ -633,6 +633,18 @@ def test_stub_entries_run_the_stub_loop_on_the_device(device):
     check(torch.abs, [make((6,), torch.int64)], device)
 
 
+def test_stub_declared_in_any_aten_header(device):
+    # addr_stub is declared in ATen/native/LinearAlgebra.h; the registration
+    # file includes the header of each stub it registers.
+    m, v1, v2 = make((3, 4), torch.float32), make((3,), torch.float32), make(
+        (4,), torch.float32)
+    out = torch.empty(0, device=device)
+    got = torch.addr(m.to(device), v1.to(device), v2.to(device), beta=0.5,
+                     alpha=2, out=out)
+    assert got is out
+    assert_same(out, torch.addr(m, v1, v2, beta=0.5, alpha=2))
+
+
 def test_stub_loops_refuse_to_cast(device):
     # Note [Emulated stub entries do not cast]: sin of an int64 tensor
     # computes in float32, which the CPU loop cannot read the input as.

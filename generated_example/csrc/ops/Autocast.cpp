@@ -26,6 +26,7 @@
 #include <ATen/ops/mse_loss_ops.h>
 #include <ATen/ops/mv_ops.h>
 #include <ATen/ops/nll_loss_ops.h>
+#include <ATen/ops/norm_ops.h>
 #include <ATen/ops/pow_ops.h>
 #include <ATen/ops/prod_ops.h>
 #include <ATen/ops/softmax_ops.h>
@@ -41,6 +42,26 @@ const bool kDefaultDtypeSet = [] {
   at::autocast::set_autocast_dtype(c10::DeviceType::PrivateUse1, at::kHalf);
   return true;
 }();
+
+// norm.Scalar (fp32_append_dtype): calls norm.ScalarOpt_dtype with dtype float32
+// when the first argument is a floating-point tensor on the device.
+at::Tensor autocast_norm_Scalar(const at::Tensor& self, const at::Scalar& p) {
+  const c10::impl::ExcludeDispatchKeyGuard no_autocast(
+      c10::DispatchKey::AutocastPrivateUse1);
+  const at::ScalarType dtype = at::autocast::type_from_firstarg(
+      c10::DeviceType::PrivateUse1, at::kFloat, self, p);
+  return at::_ops::norm_ScalarOpt_dtype::call(self, p, dtype);
+}
+
+// norm.ScalarOpt_dim (fp32_append_dtype): calls norm.ScalarOpt_dim_dtype with dtype float32
+// when the first argument is a floating-point tensor on the device.
+at::Tensor autocast_norm_ScalarOpt_dim(const at::Tensor& self, const ::std::optional<at::Scalar>& p, at::IntArrayRef dim, bool keepdim) {
+  const c10::impl::ExcludeDispatchKeyGuard no_autocast(
+      c10::DispatchKey::AutocastPrivateUse1);
+  const at::ScalarType dtype = at::autocast::type_from_firstarg(
+      c10::DeviceType::PrivateUse1, at::kFloat, self, p, dim, keepdim);
+  return at::_ops::norm_ScalarOpt_dim_dtype::call(self, p, dim, keepdim, dtype);
+}
 
 }  // namespace
 
@@ -67,6 +88,8 @@ TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
   KERNEL_PRIVATEUSEONE(mse_loss, fp32)
   KERNEL_PRIVATEUSEONE(mv, lower_precision_fp)
   KERNEL_PRIVATEUSEONE(nll_loss, fp32)
+  m.impl("norm.Scalar", TORCH_FN(autocast_norm_Scalar));
+  m.impl("norm.ScalarOpt_dim", TORCH_FN(autocast_norm_ScalarOpt_dim));
   KERNEL_PRIVATEUSEONE(pow, Tensor_Scalar, fp32)
   KERNEL_PRIVATEUSEONE(prod, fp32)
   KERNEL_PRIVATEUSEONE(softmax, int, fp32)

@@ -15,27 +15,13 @@
 #define HAVE_AVX2_CPU_DEFINITION
 #endif
 
+#include <type_traits>
 #include <utility>
 
-#include <ATen/native/Activation.h>
-#include <ATen/native/BinaryOps.h>
-#include <ATen/native/Copy.h>
-#include <ATen/native/Cross.h>
-#include <ATen/native/Distance.h>
-#include <ATen/native/Fill.h>
-#include <ATen/native/IndexKernel.h>
-#include <ATen/native/Lerp.h>
-#include <ATen/native/PointwiseOps.h>
-#include <ATen/native/Pow.h>
-#include <ATen/native/RangeFactories.h>
-#include <ATen/native/ReduceAllOps.h>
-#include <ATen/native/ReduceOps.h>
-#include <ATen/native/Sorting.h>
-#include <ATen/native/TensorAdvancedIndexing.h>
-#include <ATen/native/TensorCompare.h>
-#include <ATen/native/TensorFactories.h>
+#include <ATen/native/LinearAlgebra.h>
 #include <ATen/native/UnaryOps.h>
 #include <ATen/ops/abs_native.h>
+#include <ATen/ops/addr_native.h>
 #include <ATen/ops/sin_native.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/native/Resize.h>
@@ -68,8 +54,15 @@ class StubBuffers {
       }
     }
   }
+  // Any other argument: a TensorIterator of a stub typed with the derived
+  // class (addr_stub) counts as its base; scalars and the rest carry no
+  // device memory.
   template <class T>
-  void add(const T&) {}
+  void add(const T& arg) {
+    if constexpr (std::is_base_of_v<at::TensorIteratorBase, T>) {
+      add(static_cast<const at::TensorIteratorBase&>(arg));
+    }
+  }
 
   c10::DeviceIndex device() const {
     return device_ < 0 ? currentDevice() : device_;
@@ -170,6 +163,11 @@ at::Tensor& wrapper_abs_out(const at::Tensor& self, at::Tensor& out) {
   return at::native::abs_out(self, out);
 }
 
+// addr.out reaches addr_stub.
+at::Tensor& wrapper_addr_out(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2, const at::Scalar& beta, const at::Scalar& alpha, at::Tensor& out) {
+  return at::native::addr_out(self, vec1, vec2, beta, alpha, out);
+}
+
 // sin.out reaches sin_stub.
 at::Tensor& wrapper_sin_out(const at::Tensor& self, at::Tensor& out) {
   IntoOutput<at::native::structured_sin_out> kernel(out);
@@ -182,6 +180,7 @@ at::Tensor& wrapper_sin_out(const at::Tensor& self, at::Tensor& out) {
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("abs.out", TORCH_FN(wrapper_abs_out));
+  m.impl("addr.out", TORCH_FN(wrapper_addr_out));
   m.impl("sin.out", TORCH_FN(wrapper_sin_out));
 }
 
@@ -190,6 +189,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 namespace at::native {
 REGISTER_PRIVATEUSE1_DISPATCH(
     abs_stub, (&::accel::OnDevice<abs_stub, decltype(abs_stub)::FnPtr>::run))
+REGISTER_PRIVATEUSE1_DISPATCH(
+    addr_stub, (&::accel::OnDevice<addr_stub, decltype(addr_stub)::FnPtr>::run))
 REGISTER_PRIVATEUSE1_DISPATCH(
     sin_stub, (&::accel::OnDevice<sin_stub, decltype(sin_stub)::FnPtr>::run))
 }  // namespace at::native

@@ -11,6 +11,7 @@
 #include <ATen/ops/addmm_ops.h>
 #include <ATen/ops/cat_ops.h>
 #include <ATen/ops/mm_ops.h>
+#include <ATen/ops/norm_ops.h>
 #include <ATen/ops/softmax_ops.h>
 #include <ATen/ops/stack_ops.h>
 #include <ATen/ops/sum_ops.h>
@@ -24,6 +25,16 @@ const bool kDefaultDtypeSet = [] {
   return true;
 }();
 
+// norm.Scalar (fp32_append_dtype): calls norm.ScalarOpt_dtype with dtype float32
+// when the first argument is a floating-point tensor on the device.
+at::Tensor autocast_norm_Scalar(const at::Tensor& self, const at::Scalar& p) {
+  const c10::impl::ExcludeDispatchKeyGuard no_autocast(
+      c10::DispatchKey::AutocastPrivateUse1);
+  const at::ScalarType dtype = at::autocast::type_from_firstarg(
+      c10::DeviceType::PrivateUse1, at::kFloat, self, p);
+  return at::_ops::norm_ScalarOpt_dtype::call(self, p, dtype);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m) {
@@ -34,6 +45,7 @@ TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
   KERNEL_PRIVATEUSEONE(addmm, lower_precision_fp)
   KERNEL_PRIVATEUSEONE(cat, promote)
   KERNEL_PRIVATEUSEONE(mm, lower_precision_fp)
+  m.impl("norm.Scalar", TORCH_FN(autocast_norm_Scalar));
   KERNEL_PRIVATEUSEONE(softmax, int, fp32)
   KERNEL_PRIVATEUSEONE(stack, promote)
   KERNEL_PRIVATEUSEONE(sum, fp32_set_opt_dtype)

@@ -15,25 +15,9 @@
 #define HAVE_AVX2_CPU_DEFINITION
 #endif
 
+#include <type_traits>
 #include <utility>
 
-#include <ATen/native/Activation.h>
-#include <ATen/native/BinaryOps.h>
-#include <ATen/native/Copy.h>
-#include <ATen/native/Cross.h>
-#include <ATen/native/Distance.h>
-#include <ATen/native/Fill.h>
-#include <ATen/native/IndexKernel.h>
-#include <ATen/native/Lerp.h>
-#include <ATen/native/PointwiseOps.h>
-#include <ATen/native/Pow.h>
-#include <ATen/native/RangeFactories.h>
-#include <ATen/native/ReduceAllOps.h>
-#include <ATen/native/ReduceOps.h>
-#include <ATen/native/Sorting.h>
-#include <ATen/native/TensorAdvancedIndexing.h>
-#include <ATen/native/TensorCompare.h>
-#include <ATen/native/TensorFactories.h>
 #include <ATen/native/UnaryOps.h>
 #include <ATen/ops/abs_native.h>
 #include <ATen/TensorIterator.h>
@@ -67,8 +51,15 @@ class StubBuffers {
       }
     }
   }
+  // Any other argument: a TensorIterator of a stub typed with the derived
+  // class (addr_stub) counts as its base; scalars and the rest carry no
+  // device memory.
   template <class T>
-  void add(const T&) {}
+  void add(const T& arg) {
+    if constexpr (std::is_base_of_v<at::TensorIteratorBase, T>) {
+      add(static_cast<const at::TensorIteratorBase&>(arg));
+    }
+  }
 
   c10::DeviceIndex device() const {
     return device_ < 0 ? currentDevice() : device_;
