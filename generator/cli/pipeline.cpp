@@ -75,23 +75,21 @@ model::Backend loadBackend(const std::string& specs_dir,
 }
 
 // Note [Parallel rendering]
-// Converting template data and filling templates is most of a large run
-// (thousands of kernel starters and wrappers). Files are independent, so a
-// second thread renders every other file with its own TemplateSet (a
-// TemplateSet caches and is not shared); results keep their order, and the
-// first error by file order is the one reported.
+// Filling templates is a large part of a large run (thousands of kernel
+// starters and wrappers). Files are independent, so a second thread renders
+// every other file through the same TemplateSet (each template is parsed
+// once, by whichever thread needs it first); results keep their order, and
+// the first error by file order is the one reported.
 std::vector<write::RenderedFile> renderBackend(const model::Backend& backend,
                                                const emit::RunInfo& run,
                                                render::TemplateSet& templates,
                                                const std::string& out_dir) {
   constexpr std::size_t kParallelThreshold = 64;
-  const nlohmann::json globals = emit::globalContext(backend, run);
+  templates.setGlobals(emit::globalContext(backend, run));
   std::vector<emit::OutputFile> files = emit::emitAll(backend);
   std::vector<write::RenderedFile> rendered(files.size());
 
-  auto renderEvery = [&](render::TemplateSet& set, std::size_t first,
-                         std::size_t step) {
-    set.setGlobals(globals);
+  auto renderEvery = [&](std::size_t first, std::size_t step) {
     for (std::size_t i = first; i < files.size(); i += step) {
       auto& file = files[i];
       rendered[i].path = file.path;
@@ -102,25 +100,24 @@ std::vector<write::RenderedFile> renderBackend(const model::Backend& backend,
         continue;
       }
       file.data["source"] = file.source;
-      rendered[i].content = set.render(file.template_name, file.data);
+      rendered[i].content = templates.render(file.template_name, file.data);
     }
   };
 
   if (files.size() < kParallelThreshold) {
-    renderEvery(templates, 0, 1);
+    renderEvery(0, 1);
     return rendered;
   }
-  render::TemplateSet second(templates.root());
   std::exception_ptr errors[2];
   std::thread worker([&] {
     try {
-      renderEvery(second, 1, 2);
+      renderEvery(1, 2);
     } catch (...) {
       errors[1] = std::current_exception();
     }
   });
   try {
-    renderEvery(templates, 0, 2);
+    renderEvery(0, 2);
   } catch (...) {
     errors[0] = std::current_exception();
   }
