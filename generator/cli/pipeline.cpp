@@ -88,17 +88,22 @@ std::vector<write::RenderedFile> renderBackend(const model::Backend& backend,
   templates.setGlobals(emit::globalContext(backend, run));
   std::vector<emit::OutputFile> files = emit::emitAll(backend);
   std::vector<write::RenderedFile> rendered(files.size());
+  // Existing user files are never written; skip rendering them.
+  std::set<std::string> existing_user;
+  if (!out_dir.empty()) {
+    std::vector<std::string> user_paths;
+    for (const auto& file : files) {
+      if (file.user_owned) user_paths.push_back(file.path);
+    }
+    existing_user = existingFiles(out_dir, user_paths);
+  }
 
   auto renderEvery = [&](std::size_t first, std::size_t step) {
     for (std::size_t i = first; i < files.size(); i += step) {
       auto& file = files[i];
       rendered[i].path = file.path;
       rendered[i].user_owned = file.user_owned;
-      // Existing user files are never written; skip rendering them.
-      if (file.user_owned && !out_dir.empty() &&
-          std::filesystem::exists(std::filesystem::path(out_dir) / file.path)) {
-        continue;
-      }
+      if (file.user_owned && existing_user.count(file.path)) continue;
       file.data["source"] = file.source;
       rendered[i].content = templates.render(file.template_name, file.data);
     }

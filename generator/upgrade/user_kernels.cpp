@@ -356,8 +356,17 @@ std::vector<Diagnostic> checkUserKernels(const model::Backend& backend,
                                          const std::string& out_dir,
                                          Severity severity) {
   std::vector<Diagnostic> out;
+  std::vector<std::string> files;
+  for (const model::Operator& op : backend.operators()) {
+    if (op.kind == spec::OpKind::kKernel) files.push_back(op.kernel_file);
+  }
+  for (const model::CustomOperator& c : backend.customOperators()) {
+    files.push_back(c.kernel_file);
+  }
+  const std::set<std::string> existing = existingFiles(out_dir, files);
   auto check = [&](const std::string& file, const std::string& function,
                    const schema::CppSignature& sig, const std::string& op) {
+    if (!existing.count(file)) return;
     auto text =
         readFile((fs::path(out_dir.empty() ? "." : out_dir) / file).string());
     if (!text) return;
