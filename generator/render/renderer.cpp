@@ -1,24 +1,27 @@
-// Strict mustache rendering: kainjow mustache parses, accgen fills.
+// Strict mustache rendering from JSON data.
 //
 // Note [Strict templates]
-// kainjow renders an undefined tag as nothing. A template that names a key an
-// emitter forgot would then emit silently wrong code, so every lookup the
-// data does not resolve is recorded; any miss turns the render into an
-// error. Sections and inverted sections are strict too: an emitter states
-// every flag a template tests.
+// A mustache renderer renders an undefined tag as nothing. A template that
+// names a key an emitter forgot would then emit silently wrong code, so
+// every lookup the data does not resolve is recorded; any miss turns the
+// render into an error. Sections and inverted sections are strict too: an
+// emitter states every flag a template tests.
 //
 // Note [Rendering from JSON]
-// Templates are parsed once per TemplateSet by kainjow's parser (partials
-// too) and compiled into a small tree; rendering walks that tree over the
-// emitters' nlohmann::json data as it is: converting every file's data to
-// kainjow's own data type and rendering through kainjow would cost more than
-// building the data, for a large backend most of a run. The walk keeps
-// kainjow's rendering rules exactly, so the output is byte for byte what
-// kainjow renders from the converted data:
+// Templates are the mustache dialect of kainjow mustache, and render byte
+// for byte as kainjow renders them (render_test.cpp holds the two to that).
+// accgen parses each template once per TemplateSet into a small tree and
+// walks it over the emitters' nlohmann::json data as it is: converting every
+// file's data to kainjow's own data type, and kainjow's parser, which builds
+// an object for every space of a template, would cost more than building the
+// data, for a large backend most of a run. kainjow's rules, kept here:
+//   - `{{{name}}}` and `{{&name}}` are plain variables (nothing is escaped);
+//     `{{=<% %>=}}` sets the delimiters; a syntax error is reported with the
+//     byte offset of its tag;
 //   - lookups search the context stack from the innermost entry; a dotted
 //     name resolves entirely within one entry; `.` is the innermost entry;
 //   - a string renders as it is, a number as JSON prints it, anything else
-//     (booleans, null, maps, lists) as nothing; nothing is escaped;
+//     (booleans, null, maps, lists) as nothing;
 //   - a section renders for each item of a non-empty list, once with any
 //     other value but false, null and the empty list; an inverted section
 //     renders for those three and for a missing name;
@@ -29,15 +32,15 @@
 #include "generator/render/renderer.h"
 #include "generator/support/io.h"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
-
-#include <kainjow/mustache.hpp>
+#include <string_view>
 
 #include "generator/support/diagnostics.h"
 
 namespace accgen::render {
 
-namespace mst = kainjow::mustache;
 using nlohmann::json;
 
 /// One piece of a compiled template.
@@ -50,6 +53,10 @@ struct TemplateSet::Node {
   std::vector<std::string> path;
   /// A section's content.
   std::vector<Node> children;
+  /// While parsing a section: the byte offset of its tag and the name of
+  /// the tag that closed it.
+  std::size_t position = 0;
+  std::string end_name;
 };
 
 struct TemplateSet::Compiled {
@@ -69,6 +76,8 @@ std::string readTemplate(const std::string& path) {
   return *text;
 }
 
+/// A dotted tag name split at its dots the way kainjow splits it (a
+/// trailing dot adds no empty part); empty for a name without dots.
 std::vector<std::string> splitName(const std::string& name) {
   std::vector<std::string> parts;
   if (name.find('.') == std::string::npos) return parts;
@@ -77,65 +86,188 @@ std::vector<std::string> splitName(const std::string& name) {
        start = dot + 1) {
     parts.push_back(name.substr(start, dot - start));
   }
-  parts.push_back(name.substr(start));
+  if (start < name.size()) parts.push_back(name.substr(start));
   return parts;
 }
 
-/// kainjow's components as Nodes: texts between newlines merged, closing
-/// section tags, comments and set-delimiter tags dropped.
-void compileInto(const std::vector<mst::component<std::string>>& components,
-                 std::vector<Node>& out) {
-  for (const auto& c : components) {
-    Node n;
-    switch (c.tag.type) {
-      case mst::tag_type::text:
-        if (c.is_newline()) {
-          n.kind = Node::Kind::kNewline;
-        } else if (!out.empty() && out.back().kind == Node::Kind::kText) {
-          out.back().text += c.text;
+/// A node of `kind` with its text (or tag name, split when dotted).
+Node makeNode(Node::Kind kind, std::string text) {
+  Node node;
+  node.kind = kind;
+  if (kind != Node::Kind::kText && kind != Node::Kind::kNewline) {
+    node.path = splitName(text);
+  }
+  node.text = std::move(text);
+  return node;
+}
+
+std::string trimmed(std::string_view s) {
+  auto space = [](char c) {
+    return std::isspace(static_cast<unsigned char>(c));
+  };
+  while (!s.empty() && space(s.front()))
+    s.remove_prefix(1);
+  while (!s.empty() && space(s.back()))
+    s.remove_suffix(1);
+  return std::string(s);
+}
+
+/// Reads a template into Nodes the way kainjow's parser reads it (tags,
+/// set-delimiter tags, `{{{...}}}`, its error messages and their byte
+/// offsets), without building kainjow's component per whitespace character.
+class Parser {
+ public:
+  explicit Parser(const std::string& text) : text_(text) {}
+
+  /// The nodes; throws AccgenError naming `label` on a syntax error.
+  std::vector<Node> parse(const std::string& label) {
+    std::vector<Node> root;
+    std::string error = parseInto(root);
+    if (error.empty()) error = unclosed(root);
+    if (!error.empty()) {
+      throw AccgenError(ExitCode::kInternal,
+                        "template '" + label + "': " + error);
+    }
+    return root;
+  }
+
+ private:
+  std::string parseInto(std::vector<Node>& root) {
+    std::string begin = "{{", end = "}}";
+    bool braces = true;
+    std::vector<std::vector<Node>*> open = {&root};
+    std::vector<Node*> sections;
+    const std::size_t n = text_.size();
+    std::size_t pos = 0;
+    while (pos < n) {
+      if (text_.compare(pos, begin.size(), begin) != 0) {
+        std::vector<Node>& out = *open.back();
+        const char c = text_[pos];
+        if (c == '\n' || c == '\r') {
+          const std::size_t len =
+              c == '\r' && pos + 1 < n && text_[pos + 1] == '\n' ? 2 : 1;
+          out.push_back(makeNode(Node::Kind::kNewline, text_.substr(pos, len)));
+          pos += len;
           continue;
         }
-        n.text = c.text;
-        break;
-      case mst::tag_type::variable:
-      case mst::tag_type::unescaped_variable:
-        n.kind = Node::Kind::kVariable;
-        break;
-      case mst::tag_type::section_begin:
-      case mst::tag_type::section_begin_inverted:
-        n.kind = c.tag.type == mst::tag_type::section_begin
-                     ? Node::Kind::kSection
-                     : Node::Kind::kInverted;
-        compileInto(c.children, n.children);
-        break;
-      case mst::tag_type::partial:
-        n.kind = Node::Kind::kPartial;
-        break;
-      default:
+        // Text runs to the next newline or possible tag start.
+        std::size_t stop =
+            text_.find_first_of(std::string("\n\r") + begin.front(), pos + 1);
+        if (stop == std::string::npos) stop = n;
+        if (out.empty() || out.back().kind != Node::Kind::kText) {
+          out.push_back(makeNode(Node::Kind::kText, ""));
+        }
+        out.back().text.append(text_, pos, stop - pos);
+        pos = stop;
         continue;
+      }
+      const std::size_t tag_start = pos;
+      std::size_t contents = pos + begin.size();
+      const bool triple =
+          braces && tag_start != n - 2 && text_.at(contents) == begin.front();
+      const std::string& close = triple ? kTripleClose : end;
+      if (triple) ++contents;
+      const std::size_t tag_end = text_.find(close, contents);
+      if (tag_end == std::string::npos) {
+        return "Unclosed tag at " + std::to_string(tag_start);
+      }
+      pos = tag_end + close.size();
+      std::string tag =
+          trimmed(std::string_view(text_).substr(contents, tag_end - contents));
+      if (!tag.empty() && tag.front() == '=') {
+        if (!setDelimiters(tag, begin, end)) {
+          return "Invalid set delimiter tag at " + std::to_string(tag_start);
+        }
+        braces = begin == "{{" && end == "}}";
+        continue;
+      }
+      char kind = triple || tag.empty() ? '\0' : tag.front();
+      if (std::string_view("#^/>&!").find(kind) == std::string_view::npos) {
+        kind = '\0';
+      }
+      const std::string name = kind ? trimmed(tag.substr(1)) : tag;
+      std::vector<Node>& out = *open.back();
+      switch (kind) {
+        case '!':
+          break;
+        case '/':
+          if (sections.empty()) {
+            return "Unopened section \"" + name + "\" at " +
+                   std::to_string(tag_start);
+          }
+          sections.back()->end_name = name;
+          sections.pop_back();
+          open.pop_back();
+          break;
+        case '#':
+        case '^':
+          out.push_back(makeNode(
+              kind == '#' ? Node::Kind::kSection : Node::Kind::kInverted,
+              name));
+          out.back().position = tag_start;
+          sections.push_back(&out.back());
+          open.push_back(&out.back().children);
+          break;
+        case '>':
+          out.push_back(makeNode(Node::Kind::kPartial, name));
+          break;
+        default:
+          out.push_back(makeNode(Node::Kind::kVariable, name));
+          break;
+      }
     }
-    if (n.kind != Node::Kind::kText && n.kind != Node::Kind::kNewline) {
-      n.text = c.tag.name;
-      n.path = splitName(c.tag.name);
-    }
-    out.push_back(std::move(n));
+    return "";
   }
-}
+
+  /// kainjow's check after parsing: the first section, in document order,
+  /// not closed by a tag of its own name.
+  static std::string unclosed(const std::vector<Node>& nodes) {
+    for (const Node& node : nodes) {
+      if (node.kind != Node::Kind::kSection &&
+          node.kind != Node::Kind::kInverted) {
+        continue;
+      }
+      if (node.end_name != node.text) {
+        return "Unclosed section \"" + node.text + "\" at " +
+               std::to_string(node.position);
+      }
+      if (std::string inner = unclosed(node.children); !inner.empty()) {
+        return inner;
+      }
+    }
+    return "";
+  }
+
+  /// `=<% %>=`: the new delimiters, which may not contain `=` or spaces.
+  static bool setDelimiters(const std::string& tag, std::string& begin,
+                            std::string& end) {
+    if (tag.size() < 5 || tag.back() != '=') return false;
+    const std::string inner = trimmed(tag.substr(1, tag.size() - 2));
+    const std::size_t space = inner.find(' ');
+    if (space == std::string::npos) return false;
+    const std::size_t next = inner.find_first_not_of(' ', space + 1);
+    const std::string b = inner.substr(0, space);
+    const std::string e = inner.substr(next);
+    auto valid = [](const std::string& d) {
+      return std::none_of(d.begin(), d.end(), [](char c) {
+        return c == '=' || std::isspace(static_cast<unsigned char>(c));
+      });
+    };
+    if (!valid(b) || !valid(e)) return false;
+    begin = b;
+    end = e;
+    return true;
+  }
+
+  inline static const std::string kTripleClose = "}}}";
+  const std::string& text_;
+};
 
 /// Parses `text`; throws naming `label` on a syntax error.
 std::unique_ptr<TemplateSet::Compiled> compile(const std::string& text,
                                                const std::string& label) {
-  mst::context<std::string> ctx;
-  mst::context_internal<std::string> internal{ctx};
-  mst::component<std::string> root;
-  std::string error;
-  mst::parser<std::string> parse{text, internal, root, error};
-  if (!error.empty()) {
-    throw AccgenError(ExitCode::kInternal,
-                      "template '" + label + "': " + error);
-  }
   auto compiled = std::make_unique<TemplateSet::Compiled>();
-  compileInto(root.children, compiled->nodes);
+  compiled->nodes = Parser(text).parse(label);
   return compiled;
 }
 

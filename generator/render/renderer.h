@@ -1,4 +1,4 @@
-// The template renderer: mustache templates (parsed by kainjow mustache)
+// The template renderer: mustache templates (kainjow mustache's dialect)
 // filled from JSON data, strictly. A variable, section or partial that the
 // data does not define is an error naming the template and the tag, never an
 // empty string; nothing is HTML-escaped.

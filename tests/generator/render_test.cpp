@@ -159,6 +159,13 @@ TEST_F(RenderTest, RendersAsKainjowDoes) {
       "{{#empty}}\n[{{.}}]\n{{/empty}}\n\r\nx\r\n{{#yes}}\r\n\ty\r\n{{/"
       "yes}}\r\n",
       "{{#xs}}{{#ops}}{{op}}{{.}}{{/ops}}{{/xs}}\n",
+      "{{ name }}|{{#  xs  }}{{ . }}{{/xs}}|{{& name }}|{{{ name }}}",
+      "a { b } {{name}}{ }{{{name}}}}{{! x }} }}\n{",
+      "{{#yes}}\n  {{! only a comment }}\n{{/yes}}\n",
+      "{{=<% %>=}}<%={{ }}=%>{{name}}{{={| |}=}}{|name|}{{name}}",
+      "{{features.depth.}}|{{features.depth.name.}}",
+      "\n\n{{#xs}}{{/xs}}\n  {{^xs}}{{/xs}}  \n\r\r\n",
+      "{{name}}",
   };
   const std::string banner = "// from {{source}}{{#yes}}\n{{/yes}}";
   std::ofstream(root_ / "partials" / "banner.mustache") << banner;
@@ -166,6 +173,24 @@ TEST_F(RenderTest, RendersAsKainjowDoes) {
   for (const auto& text : cases) {
     EXPECT_EQ(set.renderText(text, data), kainjowRender(text, data, banner))
         << text;
+  }
+}
+
+TEST_F(RenderTest, SyntaxErrorsAreKainjows) {
+  TemplateSet set(root_.string());
+  for (const std::string text :
+       {"x{{", "{{#a}}", "{{/a}}", "{{#a}}{{/b}}", "{{#a}}{{#b}}{{/a}}",
+        "{{= x =}}", "{{=<% %>=}}<%name", "{{{name}}", "a{{#b}}{{/b}}{{^c}}"}) {
+    mst::mustache reference(text);
+    ASSERT_FALSE(reference.is_valid()) << text;
+    try {
+      set.renderText(text, {{"name", "n"}, {"a", true}, {"b", true}}, "t");
+      ADD_FAILURE() << "expected an error for " << text;
+    } catch (const AccgenError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "template 't': " + reference.error_message())
+          << text;
+    }
   }
 }
 
