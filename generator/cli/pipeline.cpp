@@ -78,8 +78,9 @@ model::Backend loadBackend(const std::string& specs_dir,
 // Filling templates is a large part of a large run (thousands of kernel
 // starters and wrappers). Files are independent, so a second thread renders
 // every other file through the same TemplateSet (each template is parsed
-// once, by whichever thread needs it first); results keep their order, and
-// the first error by file order is the one reported.
+// once, by whichever thread needs it first) and releases each file's data
+// once rendered; results keep their order, and the first error by file
+// order is the one reported.
 std::vector<write::RenderedFile> renderBackend(const model::Backend& backend,
                                                const emit::RunInfo& run,
                                                render::TemplateSet& templates,
@@ -106,6 +107,10 @@ std::vector<write::RenderedFile> renderBackend(const model::Backend& backend,
       if (file.user_owned && existing_user.count(file.path)) continue;
       file.data["source"] = file.source;
       rendered[i].content = templates.render(file.template_name, file.data);
+      // Released here, while it is fresh in this thread's cache, rather
+      // than all at once on one thread at the end: freeing the data of
+      // thousands of kernels costs about as much as building it.
+      file.data = nlohmann::json();
     }
   };
 
