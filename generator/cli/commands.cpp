@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <future>
 #include <iostream>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 
@@ -132,6 +133,11 @@ int runGenerate(const GenerateOptions& o) {
   auto kernel_diags =
       upgrade::checkUserKernels(backend, o.out, Severity::kWarning);
   auto orphans = upgrade::findOrphanedKernels(backend, o.out);
+  // Nothing uses the backend and the schemas past this point: a second
+  // thread releases them (thousands of operators' worth of small objects)
+  // while this one writes the files.
+  std::jthread release(
+      [backend = std::move(backend), schemas = std::move(schemas)] {});
   auto report = write::writeTree(
       o.out, files, {.force = o.force, .manifest_extra = manifestExtra(run)});
   if (report.refused()) {
