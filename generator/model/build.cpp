@@ -7,6 +7,7 @@
 // An entry that failed is left out of later checks, so that one mistake is
 // reported once.
 #include <algorithm>
+#include <numeric>
 #include <tuple>
 
 #include "generator/model/backend.h"
@@ -663,12 +664,18 @@ class BackendBuilder {
   // made unique with a numeric suffix (they are internal); user kernel names
   // and files must be unique as they are, since the user writes them.
   void assignNames() {
-    std::vector<Operator> ops;
-    for (auto& r : resolved_)
-      ops.push_back(std::move(r.op));
-    std::sort(ops.begin(), ops.end(), [](const Operator& a, const Operator& b) {
-      return std::tie(a.name, a.overload) < std::tie(b.name, b.overload);
+    // Sorted through their indices: an Operator is costly to move.
+    std::vector<std::size_t> order(resolved_.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      const Operator& x = resolved_[a].op;
+      const Operator& y = resolved_[b].op;
+      return std::tie(x.name, x.overload) < std::tie(y.name, y.overload);
     });
+    std::vector<Operator> ops;
+    ops.reserve(order.size());
+    for (std::size_t i : order)
+      ops.push_back(std::move(resolved_[i].op));
     std::set<std::string> wrappers;
     auto uniqueWrapper = [&](std::string_view full) {
       std::string base = "wrapper_" + sanitize(full);
