@@ -2,14 +2,13 @@
 #include "generator/cli/pipeline.h"
 
 #include <algorithm>
-#include <exception>
 #include <filesystem>
-#include <thread>
 
 #include "generator/cli/torch_cache.h"
 #include "generator/spec/spec.h"
 #include "generator/support/diagnostics.h"
 #include "generator/support/io.h"
+#include "generator/support/parallel.h"
 #include "generator/upgrade/schema_source.h"
 
 namespace accgen::cli {
@@ -77,10 +76,10 @@ model::Backend loadBackend(const std::string& specs_dir,
 // Note [Parallel rendering]
 // Filling templates is a large part of a large run (thousands of kernel
 // starters and wrappers). Files are independent, so a second thread renders
-// every other file through the same TemplateSet (each template is parsed
-// once, by whichever thread needs it first) and releases each file's data
-// once rendered; results keep their order, and the first error by file
-// order is the one reported.
+// every other file (inTwoParts) through the same TemplateSet (each template
+// is parsed once, by whichever thread needs it first) and releases each
+// file's data once rendered; results keep their order. Of two errors, the
+// one in the even-numbered files is reported.
 std::vector<write::RenderedFile> renderBackend(const model::Backend& backend,
                                                const emit::RunInfo& run,
                                                render::TemplateSet& templates,
@@ -116,24 +115,8 @@ std::vector<write::RenderedFile> renderBackend(const model::Backend& backend,
 
   if (files.size() < kParallelThreshold) {
     renderEvery(0, 1);
-    return rendered;
-  }
-  std::exception_ptr errors[2];
-  std::thread worker([&] {
-    try {
-      renderEvery(1, 2);
-    } catch (...) {
-      errors[1] = std::current_exception();
-    }
-  });
-  try {
-    renderEvery(0, 2);
-  } catch (...) {
-    errors[0] = std::current_exception();
-  }
-  worker.join();
-  for (const auto& error : errors) {
-    if (error) std::rethrow_exception(error);
+  } else {
+    inTwoParts([&](int part) { renderEvery(part, 2); });
   }
   return rendered;
 }

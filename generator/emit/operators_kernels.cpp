@@ -8,6 +8,7 @@
 
 #include "generator/emit/operators_support.h"
 #include "generator/support/diagnostics.h"
+#include "generator/support/parallel.h"
 
 namespace accgen::emit::ops {
 namespace {
@@ -360,33 +361,65 @@ json customData(const model::CustomOperator& c, const std::string& ns) {
 
 void appendKernelFiles(const model::Backend& backend,
                        std::vector<OutputFile>& files) {
+  std::vector<const model::Operator*> ops;
+  for (const auto& op : backend.operators()) {
+    if (op.kind == spec::OpKind::kKernel) ops.push_back(&op);
+  }
+  // The data of thousands of kernels: each half of the operators is done on
+  // a thread of its own, then the halves are joined in order.
+  struct Part {
+    std::vector<json> kernels;
+    std::vector<OutputFile> starters;
+    std::vector<std::pair<std::string, json>> wrappers;
+    std::vector<std::string> headers;
+  };
+  Part parts[2];
+  inTwoParts([&](int which) {
+    Part& part = parts[which];
+    auto [begin, end] = half(ops.size(), which);
+    for (std::size_t i = begin; i < end; ++i) {
+      const model::Operator& op = *ops[i];
+      const model::Registration& p = op.primary();
+      json k = returnsData(p.signature);
+      auto& fields = k.get_ref<json::object_t&>();
+      fields.emplace("name", op.full_name);
+      fields.emplace("schema", p.schema().text);
+      fields.emplace("decl", p.signature.decl(op.kernel_name));
+      fields.emplace("kernel", op.kernel_name);
+      fields.emplace("file", op.kernel_file);
+      fields.emplace("forms", servedForms(op));
+      fields.emplace("has_forms", op.members.size() > 1);
+      fields.emplace("ops_struct", opsStruct(p.schema()));
+      fields.emplace("ops_header", opsHeader(p.schema()));
+      fields.emplace("args", callArgs(p.signature));
+      for (const auto& m : op.members) {
+        part.wrappers.emplace_back(m.wrapper_name,
+                                   kernelWrapper(op, m, part.headers));
+      }
+      // KernelDecls.h names, declares and places each kernel; the rest is
+      // the starter's.
+      json decl = json::object();
+      for (const char* key : {"name", "has_forms", "forms", "file", "decl"}) {
+        decl.get_ref<json::object_t&>().emplace(key, fields.at(key));
+      }
+      part.kernels.push_back(std::move(decl));
+      OutputFile user = backendFile(op.kernel_file, std::move(k));
+      user.template_name = "kernels/kernel.cpp.mustache";
+      user.user_owned = true;
+      part.starters.push_back(std::move(user));
+    }
+  });
   json kernels = json::array();
-  // Sorted by wrapper name below.
   std::vector<std::pair<std::string, json>> wrappers;
   std::vector<std::string> headers;
-  for (const auto& op : backend.operators()) {
-    if (op.kind != spec::OpKind::kKernel) continue;
-    const model::Registration& p = op.primary();
-    json k = returnsData(p.signature);
-    auto& fields = k.get_ref<json::object_t&>();
-    fields.emplace("name", op.full_name);
-    fields.emplace("schema", p.schema().text);
-    fields.emplace("decl", p.signature.decl(op.kernel_name));
-    fields.emplace("kernel", op.kernel_name);
-    fields.emplace("file", op.kernel_file);
-    fields.emplace("forms", servedForms(op));
-    fields.emplace("has_forms", op.members.size() > 1);
-    fields.emplace("ops_struct", opsStruct(p.schema()));
-    fields.emplace("ops_header", opsHeader(p.schema()));
-    fields.emplace("args", callArgs(p.signature));
-    for (const auto& m : op.members) {
-      wrappers.emplace_back(m.wrapper_name, kernelWrapper(op, m, headers));
-    }
-    kernels.push_back(k);
-    OutputFile user = backendFile(op.kernel_file, std::move(k));
-    user.template_name = "kernels/kernel.cpp.mustache";
-    user.user_owned = true;
-    files.push_back(std::move(user));
+  for (Part& part : parts) {
+    for (auto& k : part.kernels)
+      kernels.push_back(std::move(k));
+    for (auto& f : part.starters)
+      files.push_back(std::move(f));
+    for (auto& w : part.wrappers)
+      wrappers.push_back(std::move(w));
+    headers.insert(headers.end(), part.headers.begin(), part.headers.end());
   }
   json custom = json::array();
   for (const auto& c : backend.customOperators()) {
@@ -398,6 +431,7 @@ void appendKernelFiles(const model::Backend& backend,
   decls["custom"] = std::move(custom);
   files.push_back(backendFile("csrc/ops/KernelDecls.h", std::move(decls)));
   if (wrappers.empty()) return;
+  // Sorted by wrapper name.
   std::sort(wrappers.begin(), wrappers.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   json sorted = json::array();
