@@ -147,8 +147,10 @@ std::string inputFingerprint(const std::string& specs_dir,
       }
     }
     std::sort(files.begin(), files.end());
+    // Iterated paths start with `dir`: relative to it lexically (resolving
+    // links, as fs::relative does, costs a readlink per path component).
     for (const auto& f : files) {
-      add(label + fs::relative(f, dir).generic_string(), f);
+      add(label + f.lexically_relative(dir).generic_string(), f);
     }
   };
   add("schemas", schema_file);

@@ -23,7 +23,8 @@ std::optional<std::string> readFile(const std::string& path) {
     return std::nullopt;
   }
   std::string text;
-  // st_size is a hint (0 for /proc files); read on until the end.
+  // st_size is a hint (0 for /proc files); read on until the end. A read
+  // that leaves room in the buffer has reached the end of a regular file.
   text.resize(static_cast<std::size_t>(st.st_size > 0 ? st.st_size : 0) + 1);
   std::size_t size = 0;
   for (;;) {
@@ -33,8 +34,8 @@ std::optional<std::string> readFile(const std::string& path) {
       ::close(fd);
       return std::nullopt;
     }
-    if (n == 0) break;
     size += static_cast<std::size_t>(n);
+    if (n == 0 || (S_ISREG(st.st_mode) && size < text.size())) break;
   }
   ::close(fd);
   text.resize(size);

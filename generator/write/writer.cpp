@@ -276,10 +276,14 @@ std::optional<WriteReport> currentTree(const std::string& out_dir,
     }
     report.unchanged.push_back(path);
   }
+  std::vector<std::string> user_files;
   for (const auto& path : j.value("user_files", nlohmann::json::array())) {
-    if (!fs::exists(out / path.get<std::string>())) return std::nullopt;
-    report.kept_user.push_back(path.get<std::string>());
+    user_files.push_back(path.get<std::string>());
   }
+  if (existingFiles(out_dir, user_files).size() != user_files.size()) {
+    return std::nullopt;
+  }
+  report.kept_user = std::move(user_files);
   return report;
 }
 
