@@ -37,18 +37,26 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// `rel` under `dir`, as a plain string: thousands of paths a run, each
+/// formed once.
+std::string under(const std::string& dir, const std::string& rel) {
+  if (dir.empty()) return rel;
+  return dir.back() == '/' ? dir + rel : dir + "/" + rel;
+}
+
 /// Creates the parent directories of the files it writes, each once.
 class Directories {
  public:
-  void ensureParent(const fs::path& path) {
-    fs::path dir = path.parent_path();
-    if (!made_.insert(dir.string()).second) return;
+  void ensureParent(const std::string& path) {
+    const std::size_t slash = path.rfind('/');
+    if (slash == std::string::npos || slash == 0) return;
+    std::string dir = path.substr(0, slash);
+    if (!made_.insert(dir).second) return;
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) {
-      throw AccgenError(
-          ExitCode::kInternal,
-          "cannot create directory '" + dir.string() + "': " + ec.message());
+      throw AccgenError(ExitCode::kInternal, "cannot create directory '" + dir +
+                                                 "': " + ec.message());
     }
   }
 
@@ -58,7 +66,7 @@ class Directories {
 
 /// Writes `content` to `path` in full or removes it: a failed write leaves
 /// no half-written file behind.
-void writeWhole(const fs::path& path, const std::string& content) {
+void writeWhole(const std::string& path, const std::string& content) {
   const int fd =
       ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   bool ok = fd >= 0;
@@ -73,22 +81,21 @@ void writeWhole(const fs::path& path, const std::string& content) {
     const std::string reason = std::strerror(errno);
     if (fd >= 0) ::unlink(path.c_str());
     throw AccgenError(ExitCode::kInternal,
-                      "cannot write '" + path.string() + "': " + reason);
+                      "cannot write '" + path + "': " + reason);
   }
 }
 
 /// Replaces the file at `path` through a temporary file and a rename, so
 /// that the old bytes stay whole until the new ones are.
-void writeAtomically(const fs::path& path, const std::string& content) {
-  fs::path tmp = path;
-  tmp += ".accgen-tmp";
+void writeAtomically(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".accgen-tmp";
   writeWhole(tmp, content);
   std::error_code ec;
   fs::rename(tmp, path, ec);
   if (ec) {
     fs::remove(tmp);
     throw AccgenError(ExitCode::kInternal,
-                      "cannot rename '" + tmp.string() + "': " + ec.message());
+                      "cannot rename '" + tmp + "': " + ec.message());
   }
 }
 
@@ -181,9 +188,10 @@ WriteReport writeTree(const std::string& out_dir,
   const std::set<std::string> existing = existingFiles(out_dir, paths);
 
   for (const auto& f : files) {
-    produced.insert(f.path);
+    // Only a previous manifest can name stale files.
+    if (!old_hashes.empty()) produced.insert(f.path);
     std::optional<std::string> on_disk;
-    if (existing.count(f.path)) on_disk = readFile((out / f.path).string());
+    if (existing.count(f.path)) on_disk = readFile(under(out_dir, f.path));
     if (f.user_owned) {
       if (on_disk) {
         report.kept_user.push_back(f.path);
@@ -231,7 +239,7 @@ WriteReport writeTree(const std::string& out_dir,
   // Note [Writing new files].
   Directories dirs;
   for (const auto& [f, replaces] : to_write) {
-    const fs::path path = out / f->path;
+    const std::string path = under(out_dir, f->path);
     dirs.ensureParent(path);
     if (replaces) {
       writeAtomically(path, f->content);
@@ -246,13 +254,14 @@ WriteReport writeTree(const std::string& out_dir,
     report.removed.push_back(path);
   }
   std::string manifest = manifestText(files, options.manifest_extra);
-  auto old_manifest = readFile((out / kManifestName).string());
+  const std::string manifest_path = under(out_dir, kManifestName);
+  auto old_manifest = readFile(manifest_path);
   if (old_manifest != manifest) {
-    dirs.ensureParent(out / kManifestName);
+    dirs.ensureParent(manifest_path);
     if (old_manifest) {
-      writeAtomically(out / kManifestName, manifest);
+      writeAtomically(manifest_path, manifest);
     } else {
-      writeWhole(out / kManifestName, manifest);
+      writeWhole(manifest_path, manifest);
     }
   }
   return report;
