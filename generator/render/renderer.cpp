@@ -61,6 +61,9 @@ struct TemplateSet::Node {
 
 struct TemplateSet::Compiled {
   std::vector<Node> nodes;
+  /// The template's length: what a render reserves twice over, so that
+  /// most outputs (thousands of kernel starters) grow no more.
+  std::size_t size = 0;
 };
 
 namespace {
@@ -268,6 +271,7 @@ std::unique_ptr<TemplateSet::Compiled> compile(const std::string& text,
                                                const std::string& label) {
   auto compiled = std::make_unique<TemplateSet::Compiled>();
   compiled->nodes = Parser(text).parse(label);
+  compiled->size = text.size();
   return compiled;
 }
 
@@ -284,10 +288,11 @@ class TemplateSet::Walk {
  public:
   Walk(TemplateSet& set, const std::string& label) : set_(set), label_(label) {}
 
-  std::string run(const std::vector<Node>& nodes, const json& data) {
+  std::string run(const Compiled& compiled, const json& data) {
+    out_.reserve(2 * compiled.size);
     if (set_.globals_) stack_.push_back(set_.globals_.get());
     stack_.push_back(&data);
-    render(nodes);
+    render(compiled.nodes);
     dropBlankLine();
     if (!missing_.empty()) {
       std::string names;
@@ -435,12 +440,12 @@ const TemplateSet::Compiled& TemplateSet::compiled(const std::string& name) {
 }
 
 std::string TemplateSet::render(const std::string& name, const json& data) {
-  return Walk(*this, name).run(compiled(name).nodes, data);
+  return Walk(*this, name).run(compiled(name), data);
 }
 
 std::string TemplateSet::renderText(const std::string& text, const json& data,
                                     const std::string& label) {
-  return Walk(*this, label).run(compile(text, label)->nodes, data);
+  return Walk(*this, label).run(*compile(text, label), data);
 }
 
 std::string defaultTemplateDir() {
