@@ -160,12 +160,7 @@ class BackendBuilder {
   }
 
   std::shared_ptr<const NativeFunction> share(const NativeFunction& fn) {
-    std::string name = fn.schema.fullName();
-    auto it = shared_.find(name);
-    if (it != shared_.end()) return it->second;
-    auto copy = std::make_shared<const NativeFunction>(fn);
-    shared_.emplace(std::move(name), copy);
-    return copy;
+    return registry_.shared(fn);
   }
 
   // The dispatcher signature, or an error at `loc` when the schema layer
@@ -736,7 +731,6 @@ class BackendBuilder {
   // Listed operators that resolved, to their index in resolved_.
   std::map<std::string, std::size_t, std::less<>> explicit_;
   std::set<std::string> builtin_misdeclared_;
-  std::map<std::string, std::shared_ptr<const NativeFunction>> shared_;
   std::map<std::string, std::vector<std::string>> overloads_;
   std::optional<std::set<std::string>> scanned_stubs_;
   bool warned_unchecked_stubs_ = false;
