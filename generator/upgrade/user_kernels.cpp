@@ -391,13 +391,6 @@ std::vector<Diagnostic> checkUserKernels(const model::Backend& backend,
 std::vector<Diagnostic> findOrphanedKernels(const model::Backend& backend,
                                             const std::string& out_dir) {
   const fs::path out(out_dir.empty() ? "." : out_dir);
-  std::set<std::string> used;
-  for (const auto& op : backend.operators()) {
-    if (!op.kernel_file.empty()) used.insert(op.kernel_file);
-  }
-  for (const auto& c : backend.customOperators())
-    used.insert(c.kernel_file);
-
   std::set<std::string> candidates;
   if (auto text = readFile((out / write::kManifestName).string())) {
     auto j = nlohmann::json::parse(*text, nullptr, false);
@@ -417,6 +410,14 @@ std::vector<Diagnostic> findOrphanedKernels(const model::Backend& backend,
       candidates.insert("kernels/" + it->path().filename().string());
     }
   }
+  // A new tree has no kernel files yet.
+  if (candidates.empty()) return {};
+  std::set<std::string> used;
+  for (const auto& op : backend.operators()) {
+    if (!op.kernel_file.empty()) used.insert(op.kernel_file);
+  }
+  for (const auto& c : backend.customOperators())
+    used.insert(c.kernel_file);
   const std::string ops_yaml =
       (fs::path(backend.specDir()) / "operators.yaml").string();
   std::vector<Diagnostic> diags;
