@@ -1,8 +1,10 @@
 // accgen's entry point: parses the command line and maps outcomes to the
 // documented exit codes (docs/cli.md).
-#include <malloc.h>
-
 #include <iostream>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "generator/cli/commands.h"
 #include "generator/support/diagnostics.h"
@@ -15,7 +17,9 @@ int main(int argc, char** argv) {
   // them all at once at the next large allocation or free, one pass of about
   // 10 ms in the middle of a 150 ms run. Without fast bins each free merges
   // its own chunk; small chunks still go through the per-thread caches.
+#if defined(__GLIBC__)
   mallopt(M_MXFAST, 0);
+#endif
   try {
     return accgen::cli::run(argc, argv);
   } catch (const accgen::AccgenError& e) {
