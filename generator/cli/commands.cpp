@@ -2,8 +2,11 @@
 // returns an exit code; user errors travel as AccgenError to main.
 #include "generator/cli/commands.h"
 
+#include <exception>
 #include <filesystem>
+#include <future>
 #include <iostream>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 
@@ -47,8 +50,12 @@ void printDiagnostics(const std::vector<Diagnostic>& diags) {
 
 int runGenerate(const GenerateOptions& o) {
   // Note [Input fingerprint]: a tree generated from exactly these inputs,
-  // untouched since, needs no rendering at all.
+  // untouched since, needs no rendering at all. Without a manifest to
+  // compare with (a new tree), or when the comparison is not wanted, the
+  // fingerprint is only recorded: it is computed while the schemas and specs
+  // load.
   std::string inputs;
+  std::future<std::string> later_inputs;
   if (o.schemas.empty() || fs::is_regular_file(o.schemas)) {
     std::string schema_file = o.schemas, version;
     if (schema_file.empty()) {
@@ -56,31 +63,48 @@ int runGenerate(const GenerateOptions& o) {
       schema_file = facts.install.native_functions_yaml;
       version = facts.install.version;
     }
-    inputs = inputFingerprint(o.specs, o.out, schema_file, version,
+    auto fingerprint = [o, schema_file, version] {
+      return inputFingerprint(o.specs, o.out, schema_file, version,
                               render::defaultTemplateDir());
-    if (!o.check && !o.force && !o.update_lock) {
+    };
+    if (!o.check && !o.force && !o.update_lock &&
+        fs::exists(fs::path(o.out) / write::kManifestName)) {
+      inputs = fingerprint();
       if (auto report = write::currentTree(o.out, inputs)) {
         std::cout << report->summary() << "\n";
         return static_cast<int>(ExitCode::kOk);
       }
+    } else {
+      later_inputs = std::async(std::launch::async, fingerprint);
     }
   }
 
   SchemaSource schemas = loadSchemas(o.schemas);
   model::Backend backend = loadBackend(o.specs, schemas, std::cerr);
+  if (later_inputs.valid()) inputs = later_inputs.get();
   emit::RunInfo run{schemas.torch_version, inputs};
 
   // Note [Schema lock]: locked operators whose schemas changed stop the run
-  // before anything renders, unless --update-lock accepts them.
-  upgrade::LockPlan lock =
-      upgrade::planLock(backend, run.torch_version, o.update_lock);
+  // before anything is written, unless --update-lock accepts them. The lock
+  // is planned while the backend renders; a refusal wins over any error
+  // rendering found.
+  auto planned = std::async(std::launch::async, [&] {
+    return upgrade::planLock(backend, run.torch_version, o.update_lock);
+  });
+  render::TemplateSet templates(render::defaultTemplateDir());
+  std::vector<write::RenderedFile> files;
+  std::exception_ptr render_error;
+  try {
+    files = renderBackend(backend, run, templates, o.out);
+  } catch (...) {
+    render_error = std::current_exception();
+  }
+  upgrade::LockPlan lock = planned.get();
   if (lock.action == upgrade::LockPlan::Action::kRefuse) {
     std::cerr << lock.report;
     return static_cast<int>(lock.exitCode());
   }
-
-  render::TemplateSet templates(render::defaultTemplateDir());
-  auto files = renderBackend(backend, run, templates, o.out);
+  if (render_error) std::rethrow_exception(render_error);
 
   if (o.check) {
     auto diffs = write::checkTree(o.out, files, manifestExtra(run));
@@ -103,6 +127,17 @@ int runGenerate(const GenerateOptions& o) {
     return static_cast<int>(ExitCode::kCheckDiff);
   }
 
+  // User kernels are checked before writing, which never changes one: the
+  // files this run creates come from their starters, with the signatures
+  // the check would expect, and are skipped as not there yet.
+  auto kernel_diags =
+      upgrade::checkUserKernels(backend, o.out, Severity::kWarning);
+  auto orphans = upgrade::findOrphanedKernels(backend, o.out);
+  // Nothing uses the backend and the schemas past this point: a second
+  // thread releases them (thousands of operators' worth of small objects)
+  // while this one writes the files.
+  std::jthread release(
+      [backend = std::move(backend), schemas = std::move(schemas)] {});
   auto report = write::writeTree(
       o.out, files, {.force = o.force, .manifest_extra = manifestExtra(run)});
   if (report.refused()) {
@@ -118,9 +153,8 @@ int runGenerate(const GenerateOptions& o) {
   }
   upgrade::commitLock(lock);
   if (!lock.report.empty()) std::cerr << lock.report;
-  printDiagnostics(
-      upgrade::checkUserKernels(backend, o.out, Severity::kWarning));
-  printDiagnostics(upgrade::findOrphanedKernels(backend, o.out));
+  printDiagnostics(kernel_diags);
+  printDiagnostics(orphans);
   std::cout << report.summary() << "\n";
   return static_cast<int>(ExitCode::kOk);
 }

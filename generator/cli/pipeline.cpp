@@ -2,14 +2,13 @@
 #include "generator/cli/pipeline.h"
 
 #include <algorithm>
-#include <exception>
 #include <filesystem>
-#include <thread>
 
 #include "generator/cli/torch_cache.h"
 #include "generator/spec/spec.h"
 #include "generator/support/diagnostics.h"
 #include "generator/support/io.h"
+#include "generator/support/parallel.h"
 #include "generator/upgrade/schema_source.h"
 
 namespace accgen::cli {
@@ -75,58 +74,49 @@ model::Backend loadBackend(const std::string& specs_dir,
 }
 
 // Note [Parallel rendering]
-// Converting template data and filling templates is most of a large run
-// (thousands of kernel starters and wrappers). Files are independent, so a
-// second thread renders every other file with its own TemplateSet (a
-// TemplateSet caches and is not shared); results keep their order, and the
-// first error by file order is the one reported.
+// Filling templates is a large part of a large run (thousands of kernel
+// starters and wrappers). Files are independent, so a second thread renders
+// every other file (inTwoParts) through the same TemplateSet (each template
+// is parsed once, by whichever thread needs it first) and releases each
+// file's data once rendered; results keep their order. Of two errors, the
+// one in the even-numbered files is reported.
 std::vector<write::RenderedFile> renderBackend(const model::Backend& backend,
                                                const emit::RunInfo& run,
                                                render::TemplateSet& templates,
                                                const std::string& out_dir) {
   constexpr std::size_t kParallelThreshold = 64;
-  const nlohmann::json globals = emit::globalContext(backend, run);
+  templates.setGlobals(emit::globalContext(backend, run));
   std::vector<emit::OutputFile> files = emit::emitAll(backend);
   std::vector<write::RenderedFile> rendered(files.size());
+  // Existing user files are never written; skip rendering them.
+  std::set<std::string> existing_user;
+  if (!out_dir.empty()) {
+    std::vector<std::string> user_paths;
+    for (const auto& file : files) {
+      if (file.user_owned) user_paths.push_back(file.path);
+    }
+    existing_user = existingFiles(out_dir, user_paths);
+  }
 
-  auto renderEvery = [&](render::TemplateSet& set, std::size_t first,
-                         std::size_t step) {
-    set.setGlobals(globals);
+  auto renderEvery = [&](std::size_t first, std::size_t step) {
     for (std::size_t i = first; i < files.size(); i += step) {
       auto& file = files[i];
       rendered[i].path = file.path;
       rendered[i].user_owned = file.user_owned;
-      // Existing user files are never written; skip rendering them.
-      if (file.user_owned && !out_dir.empty() &&
-          std::filesystem::exists(std::filesystem::path(out_dir) / file.path)) {
-        continue;
-      }
+      if (file.user_owned && existing_user.count(file.path)) continue;
       file.data["source"] = file.source;
-      rendered[i].content = set.render(file.template_name, file.data);
+      rendered[i].content = templates.render(file.template_name, file.data);
+      // Released here, while it is fresh in this thread's cache, rather
+      // than all at once on one thread at the end: freeing the data of
+      // thousands of kernels costs about as much as building it.
+      file.data = nlohmann::json();
     }
   };
 
   if (files.size() < kParallelThreshold) {
-    renderEvery(templates, 0, 1);
-    return rendered;
-  }
-  render::TemplateSet second(templates.root());
-  std::exception_ptr errors[2];
-  std::thread worker([&] {
-    try {
-      renderEvery(second, 1, 2);
-    } catch (...) {
-      errors[1] = std::current_exception();
-    }
-  });
-  try {
-    renderEvery(templates, 0, 2);
-  } catch (...) {
-    errors[0] = std::current_exception();
-  }
-  worker.join();
-  for (const auto& error : errors) {
-    if (error) std::rethrow_exception(error);
+    renderEvery(0, 1);
+  } else {
+    inTwoParts([&](int part) { renderEvery(part, 2); });
   }
   return rendered;
 }
@@ -157,8 +147,10 @@ std::string inputFingerprint(const std::string& specs_dir,
       }
     }
     std::sort(files.begin(), files.end());
+    // Iterated paths start with `dir`: relative to it lexically (resolving
+    // links, as fs::relative does, costs a readlink per path component).
     for (const auto& f : files) {
-      add(label + fs::relative(f, dir).generic_string(), f);
+      add(label + f.lexically_relative(dir).generic_string(), f);
     }
   };
   add("schemas", schema_file);

@@ -8,6 +8,7 @@
 
 #include "generator/emit/operators_support.h"
 #include "generator/support/diagnostics.h"
+#include "generator/support/parallel.h"
 
 namespace accgen::emit::ops {
 namespace {
@@ -103,33 +104,15 @@ std::string shapeCall(const model::Registration& r,
 json kernelWrapper(const model::Operator& op, const model::Registration& m,
                    std::vector<std::string>& headers) {
   const model::Registration& p = op.primary();
-  const std::string kernel = "kernels::" + op.kernel_name;
-  json w = returnsData(m.signature);
-  w.update({{"name", m.fullName()},
-            {"wrapper", m.wrapper_name},
-            {"decl", m.signature.decl(m.wrapper_name)},
-            {"guard", firstTensor(m.signature)},
-            {"has_guard", !firstTensor(m.signature).empty()},
-            {"kernel", kernel},
-            {"primary", false},
-            {"functional_from_out", false},
-            {"inplace_from_out", false},
-            {"out_from_functional", false},
-            {"inplace_from_functional", false},
-            {"functional_from_inplace", false},
-            {"out_from_inplace", false},
-            {"kernel_args", callArgs(p.signature)},
-            {"shape_call", ""},
-            {"results", json::array()},
-            {"result_vars", ""},
-            {"single_result", true},
-            {"device_of", firstTensor(m.signature)}});
   const SchemaKind from = p.role;
   const SchemaKind to = m.role;
-  if (&m == &p) {
-    w["primary"] = true;
-    return w;
-  }
+  // The derivation's flag and what it changes of the defaults below.
+  const char* derivation = nullptr;
+  std::string kernel_args = callArgs(p.signature);
+  std::string shape_call;
+  std::string result_vars;
+  json results = json::array();
+  bool single_result = true;
   auto unsupported = [&] {
     throw AccgenError(ExitCode::kInvalidInput,
                       op.loc.str() + ": error: cannot derive '" + m.fullName() +
@@ -137,42 +120,66 @@ json kernelWrapper(const model::Operator& op, const model::Registration& m,
                           "'\nnote: give '" + op.full_name +
                           "' group: false and list the forms you need");
   };
-  if (from == SchemaKind::kOut && to == SchemaKind::kFunctional) {
+  if (&m == &p) {
+    // The primary calls the kernel as it is.
+  } else if (from == SchemaKind::kOut && to == SchemaKind::kFunctional) {
     std::vector<std::string> outs = outNames(p.signature);
-    w["functional_from_out"] = true;
-    w["shape_call"] = shapeCall(m, headers);
-    w["results"] = resultsData(outs, "shapes");
-    w["single_result"] = outs.size() == 1;
-    w["result_vars"] = joined(outs);
+    derivation = "functional_from_out";
+    shape_call = shapeCall(m, headers);
+    results = resultsData(outs, "shapes");
+    single_result = outs.size() == 1;
+    result_vars = joined(outs);
   } else if (from == SchemaKind::kOut && to == SchemaKind::kInplace) {
     std::vector<std::string> outs = outNames(p.signature);
     if (outs.size() != 1) unsupported();
-    w["inplace_from_out"] = true;
-    w["kernel_args"] = callArgsRenaming(p.signature, outs, "self");
+    derivation = "inplace_from_out";
+    kernel_args = callArgsRenaming(p.signature, outs, "self");
   } else if (from == SchemaKind::kFunctional && to == SchemaKind::kOut) {
     std::vector<std::string> outs = outNames(m.signature);
-    w["out_from_functional"] = true;
-    w["results"] = resultsData(outs, "result");
-    w["single_result"] = outs.size() == 1;
-    w["result_vars"] = joined(outs);
+    derivation = "out_from_functional";
+    results = resultsData(outs, "result");
+    single_result = outs.size() == 1;
+    result_vars = joined(outs);
     headers.push_back("ATen/native/Resize.h");
   } else if (from == SchemaKind::kFunctional && to == SchemaKind::kInplace) {
-    w["inplace_from_functional"] = true;
+    derivation = "inplace_from_functional";
   } else if (from == SchemaKind::kInplace && to == SchemaKind::kFunctional) {
-    w["functional_from_inplace"] = true;
-    w["shape_call"] = shapeCall(m, headers);
-    w["kernel_args"] = callArgsRenaming(p.signature, {"self"}, "result");
+    derivation = "functional_from_inplace";
+    shape_call = shapeCall(m, headers);
+    kernel_args = callArgsRenaming(p.signature, {"self"}, "result");
   } else if (from == SchemaKind::kInplace && to == SchemaKind::kOut) {
     std::vector<std::string> outs = outNames(m.signature);
     if (outs.size() != 1) unsupported();
-    w["out_from_inplace"] = true;
-    w["results"] = resultsData(outs, "");
-    w["kernel_args"] = callArgsRenaming(p.signature, {"self"}, outs[0]);
-    w["result_vars"] = outs[0];
+    derivation = "out_from_inplace";
+    results = resultsData(outs, "");
+    kernel_args = callArgsRenaming(p.signature, {"self"}, outs[0]);
+    result_vars = outs[0];
     headers.push_back("ATen/native/Resize.h");
   } else {
     unsupported();
   }
+  const std::string guard = firstTensor(m.signature);
+  json w = returnsData(m.signature);
+  auto& fields = w.get_ref<json::object_t&>();
+  fields.emplace("name", m.fullName());
+  fields.emplace("wrapper", m.wrapper_name);
+  fields.emplace("decl", m.signature.decl(m.wrapper_name));
+  fields.emplace("guard", guard);
+  fields.emplace("has_guard", !guard.empty());
+  fields.emplace("kernel", "kernels::" + op.kernel_name);
+  fields.emplace("primary", &m == &p);
+  for (const char* flag : {"functional_from_out", "inplace_from_out",
+                           "out_from_functional", "inplace_from_functional",
+                           "functional_from_inplace", "out_from_inplace"}) {
+    fields.emplace(
+        flag, derivation != nullptr && std::string_view(derivation) == flag);
+  }
+  fields.emplace("kernel_args", std::move(kernel_args));
+  fields.emplace("shape_call", std::move(shape_call));
+  fields.emplace("results", std::move(results));
+  fields.emplace("result_vars", std::move(result_vars));
+  fields.emplace("single_result", single_result);
+  fields.emplace("device_of", guard);
   return w;
 }
 
@@ -354,46 +361,87 @@ json customData(const model::CustomOperator& c, const std::string& ns) {
 
 void appendKernelFiles(const model::Backend& backend,
                        std::vector<OutputFile>& files) {
-  json kernels = json::array();
-  json wrappers = json::array();
-  std::vector<std::string> headers;
+  std::vector<const model::Operator*> ops;
   for (const auto& op : backend.operators()) {
-    if (op.kind != spec::OpKind::kKernel) continue;
-    const model::Registration& p = op.primary();
-    json k = returnsData(p.signature);
-    k.update({{"name", op.full_name},
-              {"schema", p.schema().text},
-              {"decl", p.signature.decl(op.kernel_name)},
-              {"kernel", op.kernel_name},
-              {"file", op.kernel_file},
-              {"forms", servedForms(op)},
-              {"has_forms", op.members.size() > 1},
-              {"ops_struct", opsStruct(p.schema())},
-              {"ops_header", opsHeader(p.schema())},
-              {"args", callArgs(p.signature)}});
-    kernels.push_back(k);
-    for (const auto& m : op.members) {
-      wrappers.push_back(kernelWrapper(op, m, headers));
+    if (op.kind == spec::OpKind::kKernel) ops.push_back(&op);
+  }
+  // The data of thousands of kernels: each half of the operators is done on
+  // a thread of its own, then the halves are joined in order.
+  struct Part {
+    std::vector<json> kernels;
+    std::vector<OutputFile> starters;
+    std::vector<std::pair<std::string, json>> wrappers;
+    std::vector<std::string> headers;
+  };
+  Part parts[2];
+  inTwoParts([&](int which) {
+    Part& part = parts[which];
+    auto [begin, end] = half(ops.size(), which);
+    for (std::size_t i = begin; i < end; ++i) {
+      const model::Operator& op = *ops[i];
+      const model::Registration& p = op.primary();
+      json k = returnsData(p.signature);
+      auto& fields = k.get_ref<json::object_t&>();
+      fields.emplace("name", op.full_name);
+      fields.emplace("schema", p.schema().text);
+      fields.emplace("decl", p.signature.decl(op.kernel_name));
+      fields.emplace("kernel", op.kernel_name);
+      fields.emplace("file", op.kernel_file);
+      fields.emplace("forms", servedForms(op));
+      fields.emplace("has_forms", op.members.size() > 1);
+      fields.emplace("ops_struct", opsStruct(p.schema()));
+      fields.emplace("ops_header", opsHeader(p.schema()));
+      fields.emplace("args", callArgs(p.signature));
+      for (const auto& m : op.members) {
+        part.wrappers.emplace_back(m.wrapper_name,
+                                   kernelWrapper(op, m, part.headers));
+      }
+      // KernelDecls.h names, declares and places each kernel; the rest is
+      // the starter's.
+      json decl = json::object();
+      for (const char* key : {"name", "has_forms", "forms", "file", "decl"}) {
+        decl.get_ref<json::object_t&>().emplace(key, fields.at(key));
+      }
+      part.kernels.push_back(std::move(decl));
+      OutputFile user = backendFile(op.kernel_file, std::move(k));
+      user.template_name = "kernels/kernel.cpp.mustache";
+      user.user_owned = true;
+      part.starters.push_back(std::move(user));
     }
-    OutputFile user = backendFile(op.kernel_file, k);
-    user.template_name = "kernels/kernel.cpp.mustache";
-    user.user_owned = true;
-    files.push_back(std::move(user));
+  });
+  json kernels = json::array();
+  std::vector<std::pair<std::string, json>> wrappers;
+  std::vector<std::string> headers;
+  for (Part& part : parts) {
+    for (auto& k : part.kernels)
+      kernels.push_back(std::move(k));
+    for (auto& f : part.starters)
+      files.push_back(std::move(f));
+    for (auto& w : part.wrappers)
+      wrappers.push_back(std::move(w));
+    headers.insert(headers.end(), part.headers.begin(), part.headers.end());
   }
   json custom = json::array();
   for (const auto& c : backend.customOperators()) {
     custom.push_back(customData(c, backend.cppNamespace()));
   }
   if (kernels.empty() && custom.empty()) return;
-  files.push_back(backendFile("csrc/ops/KernelDecls.h",
-                              {{"kernels", kernels}, {"custom", custom}}));
+  json decls = json::object();
+  decls["kernels"] = std::move(kernels);
+  decls["custom"] = std::move(custom);
+  files.push_back(backendFile("csrc/ops/KernelDecls.h", std::move(decls)));
   if (wrappers.empty()) return;
-  std::sort(wrappers.begin(), wrappers.end(), [](const json& a, const json& b) {
-    return a["wrapper"].get<std::string>() < b["wrapper"].get<std::string>();
-  });
-  files.push_back(backendFile(
-      "csrc/ops/RegisterKernels.cpp",
-      {{"wrappers", wrappers}, {"headers", sortedUnique(std::move(headers))}}));
+  // Sorted by wrapper name.
+  std::sort(wrappers.begin(), wrappers.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  json sorted = json::array();
+  sorted.get_ref<json::array_t&>().reserve(wrappers.size());
+  for (auto& w : wrappers)
+    sorted.push_back(std::move(w.second));
+  json data = json::object();
+  data["wrappers"] = std::move(sorted);
+  data["headers"] = sortedUnique(std::move(headers));
+  files.push_back(backendFile("csrc/ops/RegisterKernels.cpp", std::move(data)));
 }
 
 void appendCustomFiles(const model::Backend& backend,

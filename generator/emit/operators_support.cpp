@@ -73,8 +73,13 @@ nlohmann::json sortedUnique(std::vector<std::string> values) {
 }
 
 nlohmann::json returnsData(const schema::CppSignature& signature) {
-  return {{"returns", signature.returns.text},
-          {"returns_void", signature.returns.text == "void"}};
+  // Built field by field: an initializer list copies every value twice,
+  // which shows in a backend of thousands of kernels.
+  nlohmann::json data = nlohmann::json::object();
+  auto& fields = data.get_ref<nlohmann::json::object_t&>();
+  fields.emplace("returns", signature.returns.text);
+  fields.emplace("returns_void", signature.returns.text == "void");
+  return data;
 }
 
 }  // namespace accgen::emit::ops

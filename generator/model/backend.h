@@ -31,7 +31,8 @@ const std::vector<std::string>& builtinOperators();
 /// One aten function registered on PrivateUse1 by an Operator: the operator
 /// itself or a sibling of its group.
 struct Registration {
-  /// The native_functions.yaml entry (shared with the Backend's copies).
+  /// The native_functions.yaml entry (ownership shared with the registry
+  /// it comes from, SchemaRegistry::shared).
   std::shared_ptr<const schema::NativeFunction> function;
   /// The C++ signature of the kernel the dispatcher calls; its bindings
   /// point into *function.

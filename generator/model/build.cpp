@@ -7,6 +7,7 @@
 // An entry that failed is left out of later checks, so that one mistake is
 // reported once.
 #include <algorithm>
+#include <numeric>
 #include <tuple>
 
 #include "generator/model/backend.h"
@@ -159,12 +160,7 @@ class BackendBuilder {
   }
 
   std::shared_ptr<const NativeFunction> share(const NativeFunction& fn) {
-    std::string name = fn.schema.fullName();
-    auto it = shared_.find(name);
-    if (it != shared_.end()) return it->second;
-    auto copy = std::make_shared<const NativeFunction>(fn);
-    shared_.emplace(std::move(name), copy);
-    return copy;
+    return registry_.shared(fn);
   }
 
   // The dispatcher signature, or an error at `loc` when the schema layer
@@ -724,12 +720,18 @@ class BackendBuilder {
   // made unique with a numeric suffix (they are internal); user kernel names
   // and files must be unique as they are, since the user writes them.
   void assignNames() {
-    std::vector<Operator> ops;
-    for (auto& r : resolved_)
-      ops.push_back(std::move(r.op));
-    std::sort(ops.begin(), ops.end(), [](const Operator& a, const Operator& b) {
-      return std::tie(a.name, a.overload) < std::tie(b.name, b.overload);
+    // Sorted through their indices: an Operator is costly to move.
+    std::vector<std::size_t> order(resolved_.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      const Operator& x = resolved_[a].op;
+      const Operator& y = resolved_[b].op;
+      return std::tie(x.name, x.overload) < std::tie(y.name, y.overload);
     });
+    std::vector<Operator> ops;
+    ops.reserve(order.size());
+    for (std::size_t i : order)
+      ops.push_back(std::move(resolved_[i].op));
     std::set<std::string> wrappers;
     auto uniqueWrapper = [&](std::string_view full) {
       std::string base = "wrapper_" + sanitize(full);
@@ -790,7 +792,6 @@ class BackendBuilder {
   // Listed operators that resolved, to their index in resolved_.
   std::map<std::string, std::size_t, std::less<>> explicit_;
   std::set<std::string> builtin_misdeclared_;
-  std::map<std::string, std::shared_ptr<const NativeFunction>> shared_;
   std::map<std::string, std::vector<std::string>> overloads_;
   std::optional<schema::DispatchStubs> scanned_stubs_;
   bool warned_unchecked_stubs_ = false;

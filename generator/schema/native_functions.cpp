@@ -10,12 +10,14 @@
 // installed torch's file.
 #include <algorithm>
 #include <deque>
+#include <exception>
 #include <fstream>
 #include <optional>
 #include <sstream>
 
 #include "generator/schema/schema.h"
 #include "generator/support/io.h"
+#include "generator/support/parallel.h"
 
 namespace accgen::schema {
 namespace {
@@ -682,25 +684,48 @@ SchemaRegistry SchemaRegistry::loadFromString(std::string_view text,
     failAt(path, root.line, root.column,
            "expected a list of '- func:' entries at the top level");
   }
-  reg.functions_.reserve(root.seq.size());
-  reg.by_name_.reserve(root.seq.size());
-  for (const auto& item : root.seq) {
-    if (item.kind != Node::Kind::kMap) {
-      failAt(path, item.line, item.column,
-             "expected an entry with 'func:' and its keys");
+  // The entries are independent: each half is read on a thread of its own
+  // (about 2,500 schemas to parse). The error reported is the first in the
+  // file, as in one pass: an entry that does not read, unless an earlier
+  // entry repeats an operator.
+  const std::size_t count = root.seq.size();
+  std::vector<NativeFunction> read(count);
+  std::size_t failed_at[2] = {count, count};
+  std::exception_ptr failure[2];
+  inTwoParts([&](int part) {
+    auto [begin, end] = half(count, part);
+    for (std::size_t i = begin; i < end; ++i) {
+      try {
+        const Node& item = root.seq[i];
+        if (item.kind != Node::Kind::kMap) {
+          failAt(path, item.line, item.column,
+                 "expected an entry with 'func:' and its keys");
+        }
+        read[i] = EntryReader(path, item).read();
+      } catch (...) {
+        failed_at[part] = i;
+        failure[part] = std::current_exception();
+        return;
+      }
     }
-    NativeFunction fn = EntryReader(path, item).read();
+  });
+  const int first_failure = failure[0] ? 0 : 1;
+  reg.functions_->reserve(count);
+  reg.by_name_.reserve(count);
+  for (std::size_t i = 0; i < failed_at[first_failure]; ++i) {
+    NativeFunction& fn = read[i];
     std::string name = fn.schema.fullName();
-    auto [it, inserted] = reg.by_name_.emplace(name, reg.functions_.size());
+    auto [it, inserted] = reg.by_name_.emplace(name, reg.functions_->size());
     if (!inserted) {
       failAt(path, fn.loc.line, fn.loc.column,
              "duplicate operator '" + name + "' (first defined at line " +
-                 std::to_string(reg.functions_[it->second].loc.line) + ")");
+                 std::to_string((*reg.functions_)[it->second].loc.line) + ")");
     }
-    reg.functions_.push_back(std::move(fn));
+    reg.functions_->push_back(std::move(fn));
   }
-  for (std::size_t i = 0; i < reg.functions_.size(); ++i) {
-    const NativeFunction& fn = reg.functions_[i];
+  if (failure[first_failure]) std::rethrow_exception(failure[first_failure]);
+  for (std::size_t i = 0; i < reg.functions_->size(); ++i) {
+    const NativeFunction& fn = (*reg.functions_)[i];
     if (!fn.structured_delegate.empty() &&
         !reg.by_name_.contains(fn.structured_delegate)) {
       std::string msg = "structured_delegate names unknown operator '" +
@@ -716,13 +741,23 @@ SchemaRegistry SchemaRegistry::loadFromString(std::string_view text,
 
 const NativeFunction* SchemaRegistry::find(std::string_view full_name) const {
   auto it = by_name_.find(std::string(full_name));
-  return it == by_name_.end() ? nullptr : &functions_[it->second];
+  return it == by_name_.end() ? nullptr : &(*functions_)[it->second];
+}
+
+std::shared_ptr<const NativeFunction> SchemaRegistry::shared(
+    const NativeFunction& fn) const {
+  const std::vector<NativeFunction>& all = *functions_;
+  if (!all.empty() && &fn >= all.data() && &fn < all.data() + all.size()) {
+    // Shares the registry's ownership of the entries: no copy.
+    return std::shared_ptr<const NativeFunction>(functions_, &fn);
+  }
+  return std::make_shared<const NativeFunction>(fn);
 }
 
 std::vector<std::string> SchemaRegistry::allNames() const {
   std::vector<std::string> names;
-  names.reserve(functions_.size());
-  for (const auto& fn : functions_)
+  names.reserve(functions_->size());
+  for (const auto& fn : *functions_)
     names.push_back(fn.schema.fullName());
   std::sort(names.begin(), names.end());
   return names;
@@ -740,7 +775,7 @@ SchemaRegistry::Group SchemaRegistry::group(const NativeFunction& fn) const {
   // rather than for all 2,500 entries at load time.
   const std::string sig = fn.schema.signature();
   for (std::size_t i : it->second) {
-    const NativeFunction* member = &functions_[i];
+    const NativeFunction* member = &(*functions_)[i];
     if (member != &fn && member->schema.signature() != sig) continue;
     const NativeFunction** slot = nullptr;
     switch (member->schema.kind()) {

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -254,7 +255,11 @@ class SchemaRegistry {
   /// Every full name, sorted.
   std::vector<std::string> allNames() const;
   /// Every entry, in file order.
-  const std::vector<NativeFunction>& functions() const { return functions_; }
+  const std::vector<NativeFunction>& functions() const { return *functions_; }
+  /// `fn`, an entry of this registry, with shared ownership of the entries
+  /// (they live as long as the registry or any such pointer does); a copy
+  /// of its own for an entry of no registry.
+  std::shared_ptr<const NativeFunction> shared(const NativeFunction& fn) const;
   /// The nearest full name to a misspelt one, or "".
   std::string nearest(std::string_view name) const;
 
@@ -283,7 +288,8 @@ class SchemaRegistry {
  private:
   std::string path_;
   std::string torch_version_;
-  std::vector<NativeFunction> functions_;
+  std::shared_ptr<std::vector<NativeFunction>> functions_ =
+      std::make_shared<std::vector<NativeFunction>>();
   std::unordered_map<std::string, std::size_t> by_name_;
   /// Entries by signature name (baseName() without `_functional`).
   std::unordered_map<std::string, std::vector<std::size_t>> by_group_name_;

@@ -1,6 +1,9 @@
 // operators.yaml: the aten operators the backend registers (with their
 // registration kinds) and the backend's own custom operators.
+#include <algorithm>
+#include <cctype>
 #include <map>
+#include <set>
 
 #include "generator/spec/names.h"
 #include "generator/spec/spec.h"
@@ -22,6 +25,13 @@ std::optional<OpKind> parseKind(std::string_view s) {
   if (s == "emulate") return OpKind::kEmulate;
   if (s == "fallback") return OpKind::kFallback;
   return std::nullopt;
+}
+
+// entry.op ("add.Tensor", valid) into its name and overload.
+void splitOperatorName(OperatorEntry& entry) {
+  std::size_t dot = entry.op.find('.');
+  entry.name = entry.op.substr(0, dot);
+  if (dot != std::string::npos) entry.overload = entry.op.substr(dot + 1);
 }
 
 // A sequence, or an empty value read as an empty sequence.
@@ -69,9 +79,7 @@ std::optional<OperatorEntry> readEntry(YamlReader& r, const YAML::Node& item) {
               std::move(notes));
       ok = false;
     } else {
-      std::size_t dot = name->find('.');
-      entry.name = name->substr(0, dot);
-      if (dot != std::string::npos) entry.overload = name->substr(dot + 1);
+      splitOperatorName(entry);
     }
   } else {
     ok = false;
@@ -188,6 +196,269 @@ std::optional<CustomOpEntry> readCustom(YamlReader& r, const YAML::Node& item) {
   return entry;
 }
 
+// Note [Quick operators.yaml]
+// A backend that registers every operator lists thousands of entries in
+// operators.yaml, one a line: `- {op: add.Tensor, kind: kernel, group:
+// false}`. yaml-cpp and the checks above take 25 to 35 ms over the 1841
+// entries of every operator of torch 2.13, a large part of a whole run; the
+// quick reader takes about 1 ms. It reads the layout specs are written in,
+// line by line:
+//   - `operators:` and `custom:` at the start of a line, once each, with
+//     nothing after the colon;
+//   - under `operators:`, items `- {key: value, ...}` on one line each, the
+//     values plain names (letters, digits, `_`, `.`);
+//   - under `custom:`, items of `key: value` lines, the schema quoted
+//     ("..." without `\` or `"`, or '...' without `'`), meta and autograd
+//     true or false;
+//   - blank lines and comments anywhere.
+// Anything else, and anything the full reader would report (an unknown or
+// repeated key, a value of the wrong type, a bad name or kind, a repeated
+// operator), makes it give up: parseOperatorsSpec then reads the file with
+// yaml-cpp, so every diagnostic still comes from one reader. For the files
+// it accepts, the result, locations included, is the full reader's (a test
+// holds the two readers to that over every spec in the repository).
+class QuickReader {
+ public:
+  QuickReader(std::string_view text, const std::string& path)
+      : text_(text), path_(path) {}
+
+  std::optional<OperatorsSpec> read() {
+    // Tabs, carriage returns and other control bytes are left to yaml-cpp.
+    for (char c : text_) {
+      if ((static_cast<unsigned char>(c) < ' ' && c != '\n') || c == 0x7f) {
+        return std::nullopt;
+      }
+    }
+    spec_.loc = SourceLoc{path_, 0, 0};
+    bool seen_operators = false, seen_custom = false;
+    Section section = Section::kNone;
+    int item_indent = -1;
+    for (std::size_t start = 0; start < text_.size(); ++line_) {
+      std::size_t end = text_.find('\n', start);
+      if (end == std::string_view::npos) end = text_.size();
+      line_text_ = text_.substr(start, end - start);
+      start = end + 1;
+      const std::size_t indent = line_text_.find_first_not_of(' ');
+      if (indent == std::string_view::npos || line_text_[indent] == '#') {
+        continue;
+      }
+      if (indent == 0 && line_text_[0] != '-') {
+        // A top-level key; it closes the open custom item.
+        if (!closeCustom()) return std::nullopt;
+        std::size_t at = 0;
+        std::string_view key = name(at);
+        if (key.empty() || !take(at, ':') || !restIsEmpty(at)) {
+          return std::nullopt;
+        }
+        bool& seen = key == "operators" ? seen_operators : seen_custom;
+        if ((key != "operators" && key != "custom") || seen) {
+          return std::nullopt;
+        }
+        seen = true;
+        section = key == "operators" ? Section::kOperators : Section::kCustom;
+        if (section == Section::kOperators) {
+          spec_.operators_loc = SourceLoc{path_, line_, 1};
+        }
+        item_indent = -1;
+        continue;
+      }
+      const bool item = line_text_.substr(indent).starts_with("- ");
+      if (item) {
+        if (item_indent == -1) item_indent = static_cast<int>(indent);
+        if (static_cast<int>(indent) != item_indent) return std::nullopt;
+      }
+      std::size_t at = indent;
+      if (section == Section::kOperators && item) {
+        at += 2;
+        skipSpaces(at);
+        if (!operatorEntry(at)) return std::nullopt;
+      } else if (section == Section::kCustom && item) {
+        if (!closeCustom()) return std::nullopt;
+        at += 2;
+        skipSpaces(at);
+        custom_indent_ = at;
+        custom_.emplace();
+        custom_->loc = SourceLoc{path_, line_, static_cast<int>(at) + 1};
+        if (!customField(at)) return std::nullopt;
+      } else if (section == Section::kCustom && custom_ &&
+                 indent == custom_indent_) {
+        if (!customField(at)) return std::nullopt;
+      } else {
+        return std::nullopt;
+      }
+    }
+    if (!seen_operators || !closeCustom()) return std::nullopt;
+    return std::move(spec_);
+  }
+
+ private:
+  enum class Section { kNone, kOperators, kCustom };
+
+  SourceLoc locAt(std::size_t column) const {
+    return SourceLoc{path_, line_, static_cast<int>(column) + 1};
+  }
+
+  void skipSpaces(std::size_t& at) const {
+    while (at < line_text_.size() && line_text_[at] == ' ')
+      ++at;
+  }
+
+  bool take(std::size_t& at, char c) const {
+    if (at >= line_text_.size() || line_text_[at] != c) return false;
+    ++at;
+    return true;
+  }
+
+  /// Letters, digits, `_` and `.`: keys and plain values alike.
+  std::string_view name(std::size_t& at) const {
+    const std::size_t from = at;
+    while (at < line_text_.size()) {
+      const char c = line_text_[at];
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' &&
+          c != '.') {
+        break;
+      }
+      ++at;
+    }
+    return line_text_.substr(from, at - from);
+  }
+
+  /// After a value: nothing, or a comment after a space.
+  bool restIsEmpty(std::size_t at) const {
+    const std::size_t from = at;
+    skipSpaces(at);
+    return at == line_text_.size() || (line_text_[at] == '#' && at > from);
+  }
+
+  /// `key: ` and its key; empty when the line does not continue so.
+  std::string_view key(std::size_t& at) const {
+    std::string_view k = name(at);
+    if (k.empty() || !take(at, ':') || !take(at, ' ')) return {};
+    skipSpaces(at);
+    return k;
+  }
+
+  /// Plain scalars YAML reads as something other than a string.
+  static bool isStringLike(std::string_view value) {
+    static const std::vector<std::string_view> kOther = {
+        "true",  "True", "TRUE", "false", "False",
+        "FALSE", "null", "Null", "NULL"};
+    return std::find(kOther.begin(), kOther.end(), value) == kOther.end();
+  }
+
+  static std::optional<bool> boolean(std::string_view value) {
+    if (value == "true" || value == "True" || value == "TRUE") return true;
+    if (value == "false" || value == "False" || value == "FALSE") {
+      return false;
+    }
+    return std::nullopt;
+  }
+
+  /// `{op: NAME, kind: KIND[, group: BOOL][, stub: NAME]}` at `at`.
+  bool operatorEntry(std::size_t at) {
+    struct Field {
+      std::optional<std::string_view> value;
+      std::size_t at = 0;
+    };
+    Field op, kind, group, stub;
+    OperatorEntry entry;
+    entry.loc = locAt(at);
+    if (!take(at, '{')) return false;
+    do {
+      skipSpaces(at);
+      const std::string_view k = key(at);
+      Field* field = k == "op"      ? &op
+                     : k == "kind"  ? &kind
+                     : k == "group" ? &group
+                     : k == "stub"  ? &stub
+                                    : nullptr;
+      if (field == nullptr || field->value) return false;
+      field->at = at;
+      field->value = name(at);
+      if (field->value->empty()) return false;
+      if (field != &group && !isStringLike(*field->value)) return false;
+      skipSpaces(at);
+    } while (take(at, ','));
+    if (!take(at, '}') || !restIsEmpty(at) || !op.value || !kind.value) {
+      return false;
+    }
+
+    const std::optional<OpKind> parsed = parseKind(*kind.value);
+    if (!isOperatorName(*op.value) || !parsed) return false;
+    entry.op = std::string(*op.value);
+    splitOperatorName(entry);
+    entry.op_loc = locAt(op.at);
+    entry.kind = *parsed;
+    entry.kind_loc = locAt(kind.at);
+    entry.group = kindAllowsGroup(*parsed);
+    entry.stub_loc = entry.loc;
+    if (group.value) {
+      const std::optional<bool> value = boolean(*group.value);
+      if (!value || !kindAllowsGroup(*parsed)) return false;
+      entry.group = *value;
+    }
+    if (stub.value) {
+      if (*parsed != OpKind::kStub || !isIdentifier(*stub.value)) return false;
+      entry.stub = std::string(*stub.value);
+      entry.stub_loc = locAt(stub.at);
+    }
+    if (!seen_.insert(entry.op).second) return false;
+    spec_.operators.push_back(std::move(entry));
+    return true;
+  }
+
+  /// One `key: value` line of a custom item, at `at`.
+  bool customField(std::size_t at) {
+    std::string_view k = key(at);
+    if (!seen_keys_.insert(std::string(k)).second) return false;
+    if (k == "schema") {
+      const char quote = at < line_text_.size() ? line_text_[at] : '\0';
+      if (quote != '"' && quote != '\'') return false;
+      const std::size_t close = line_text_.find(quote, at + 1);
+      if (close == std::string_view::npos || !restIsEmpty(close + 1)) {
+        return false;
+      }
+      std::string_view text = line_text_.substr(at + 1, close - at - 1);
+      if (quote == '"' && text.find('\\') != std::string_view::npos) {
+        return false;
+      }
+      custom_->schema = std::string(text);
+      custom_->schema_loc = locAt(at + 1);
+      return true;
+    }
+    const std::optional<bool> value = boolean(name(at));
+    if (!value || !restIsEmpty(at)) return false;
+    if (k == "meta") {
+      custom_->meta = *value;
+    } else if (k == "autograd") {
+      custom_->autograd = *value;
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  /// Ends the open custom item: it needs a schema.
+  bool closeCustom() {
+    if (!custom_) return true;
+    const bool ok = seen_keys_.count("schema") > 0;
+    if (ok) spec_.custom.push_back(std::move(*custom_));
+    custom_.reset();
+    seen_keys_.clear();
+    return ok;
+  }
+
+  std::string_view text_;
+  const std::string& path_;
+  OperatorsSpec spec_;
+  int line_ = 1;
+  std::string_view line_text_;
+  std::set<std::string, std::less<>> seen_;
+  std::optional<CustomOpEntry> custom_;
+  std::size_t custom_indent_ = 0;
+  std::set<std::string> seen_keys_;
+};
+
 }  // namespace
 
 std::string_view kindName(OpKind kind) {
@@ -214,6 +485,17 @@ bool kindAllowsGroup(OpKind kind) {
 std::optional<OperatorsSpec> parseOperatorsSpec(std::string_view text,
                                                 const std::string& path,
                                                 DiagnosticEngine& diags) {
+  if (auto spec = readOperatorsSpecQuickly(text, path)) return spec;
+  return readOperatorsSpecWithYamlCpp(text, path, diags);
+}
+
+std::optional<OperatorsSpec> readOperatorsSpecQuickly(std::string_view text,
+                                                      const std::string& path) {
+  return QuickReader(text, path).read();
+}
+
+std::optional<OperatorsSpec> readOperatorsSpecWithYamlCpp(
+    std::string_view text, const std::string& path, DiagnosticEngine& diags) {
   YamlReader r(path, text, diags);
   if (!r.ok()) return std::nullopt;
 

@@ -180,6 +180,15 @@ std::optional<OperatorsSpec> parseOperatorsSpec(std::string_view text,
                                                 const std::string& path,
                                                 DiagnosticEngine& diags);
 
+/// The two readers behind parseOperatorsSpec (Note [Quick operators.yaml]
+/// in operators_spec.cpp): the quick one, nullopt for a file it leaves to
+/// yaml-cpp (it reports nothing), and the yaml-cpp one, which reads any
+/// file and reports every problem.
+std::optional<OperatorsSpec> readOperatorsSpecQuickly(std::string_view text,
+                                                      const std::string& path);
+std::optional<OperatorsSpec> readOperatorsSpecWithYamlCpp(
+    std::string_view text, const std::string& path, DiagnosticEngine& diags);
+
 /// Parses autocast.yaml text as if read from `path`; nullopt after errors.
 std::optional<AutocastSpec> parseAutocastSpec(std::string_view text,
                                               const std::string& path,

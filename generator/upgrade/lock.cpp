@@ -39,13 +39,26 @@ namespace fs = std::filesystem;
 
 /// A YAML double-quoted scalar. Schemas hold quotes (`str padding="valid"`)
 /// and nothing else that needs escaping.
-std::string yamlQuote(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
+/// Appends `s` double-quoted to `out`.
+void appendQuoted(std::string& out, std::string_view s) {
+  out += '"';
+  // Runs without a quote or backslash go in whole (found with memchr): a
+  // lock holds thousands of schemas and C++ declarations.
+  for (std::size_t i;
+       (i = std::min(s.find('"'), s.find('\\'))) != std::string_view::npos;
+       s.remove_prefix(i + 1)) {
+    out.append(s.substr(0, i));
+    out += '\\';
+    out += s[i];
   }
-  return out + "\"";
+  out.append(s);
+  out += '"';
+}
+
+std::string yamlQuote(std::string_view s) {
+  std::string out;
+  appendQuoted(out, s);
+  return out;
 }
 
 /// The operator part of "aten::add.out": "add.out".
@@ -117,9 +130,20 @@ std::string renderLock(const SchemaLock& lock) {
   s += "torch: " + yamlQuote(lock.torch_version) + "\n";
   if (lock.entries.empty()) return s + "operators: {}\n";
   s += "operators:\n";
+  std::size_t size = s.size();
   for (const LockEntry& e : lock.entries) {
-    s += "  " + yamlQuote(e.op) + ": {schema: " + yamlQuote(e.schema);
-    if (!e.cpp.empty()) s += ", cpp: " + yamlQuote(e.cpp);
+    size += e.op.size() + e.schema.size() + e.cpp.size() + 32;
+  }
+  s.reserve(size);
+  for (const LockEntry& e : lock.entries) {
+    s += "  ";
+    appendQuoted(s, e.op);
+    s += ": {schema: ";
+    appendQuoted(s, e.schema);
+    if (!e.cpp.empty()) {
+      s += ", cpp: ";
+      appendQuoted(s, e.cpp);
+    }
     s += "}\n";
   }
   return s;

@@ -356,8 +356,17 @@ std::vector<Diagnostic> checkUserKernels(const model::Backend& backend,
                                          const std::string& out_dir,
                                          Severity severity) {
   std::vector<Diagnostic> out;
+  std::vector<std::string> files;
+  for (const model::Operator& op : backend.operators()) {
+    if (op.kind == spec::OpKind::kKernel) files.push_back(op.kernel_file);
+  }
+  for (const model::CustomOperator& c : backend.customOperators()) {
+    files.push_back(c.kernel_file);
+  }
+  const std::set<std::string> existing = existingFiles(out_dir, files);
   auto check = [&](const std::string& file, const std::string& function,
                    const schema::CppSignature& sig, const std::string& op) {
+    if (!existing.count(file)) return;
     auto text =
         readFile((fs::path(out_dir.empty() ? "." : out_dir) / file).string());
     if (!text) return;
@@ -382,13 +391,6 @@ std::vector<Diagnostic> checkUserKernels(const model::Backend& backend,
 std::vector<Diagnostic> findOrphanedKernels(const model::Backend& backend,
                                             const std::string& out_dir) {
   const fs::path out(out_dir.empty() ? "." : out_dir);
-  std::set<std::string> used;
-  for (const auto& op : backend.operators()) {
-    if (!op.kernel_file.empty()) used.insert(op.kernel_file);
-  }
-  for (const auto& c : backend.customOperators())
-    used.insert(c.kernel_file);
-
   std::set<std::string> candidates;
   if (auto text = readFile((out / write::kManifestName).string())) {
     auto j = nlohmann::json::parse(*text, nullptr, false);
@@ -408,6 +410,14 @@ std::vector<Diagnostic> findOrphanedKernels(const model::Backend& backend,
       candidates.insert("kernels/" + it->path().filename().string());
     }
   }
+  // A new tree has no kernel files yet.
+  if (candidates.empty()) return {};
+  std::set<std::string> used;
+  for (const auto& op : backend.operators()) {
+    if (!op.kernel_file.empty()) used.insert(op.kernel_file);
+  }
+  for (const auto& c : backend.customOperators())
+    used.insert(c.kernel_file);
   const std::string ops_yaml =
       (fs::path(backend.specDir()) / "operators.yaml").string();
   std::vector<Diagnostic> diags;

@@ -90,6 +90,20 @@ TEST(SchemaRegistry, LoadsEveryEntryInFileOrder) {
   EXPECT_EQ(reg.functions()[0].loc.file, "sample.yaml");
 }
 
+TEST(SchemaRegistry, SharedEntriesOutliveTheRegistry) {
+  std::shared_ptr<const NativeFunction> add;
+  {
+    SchemaRegistry reg = sample();
+    add = reg.shared(*reg.find("add.Tensor"));
+    EXPECT_EQ(add.get(), reg.find("add.Tensor"));
+  }
+  EXPECT_EQ(add->schema.fullName(), "add.Tensor");
+  // An entry of no registry is copied.
+  SchemaRegistry reg = sample();
+  EXPECT_NE(reg.shared(*add).get(), add.get());
+  EXPECT_EQ(reg.shared(*add)->schema.fullName(), "add.Tensor");
+}
+
 TEST(SchemaRegistry, ReadsTheEntryFields) {
   SchemaRegistry reg = sample();
   const NativeFunction* add = reg.find("add.Tensor");

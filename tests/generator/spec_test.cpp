@@ -401,6 +401,123 @@ TEST(OperatorsSpec, ABadEntryDoesNotHideTheNext) {
   EXPECT_EQ(diags.errorCount(), 2);
 }
 
+// Note [Quick operators.yaml]: wherever the quick reader accepts a file, the
+// yaml-cpp reader reads it without a word and to the same result.
+std::string describeSpec(const OperatorsSpec& spec) {
+  std::ostringstream out;
+  out << "loc " << spec.loc.str() << " operators " << spec.operators_loc.str()
+      << "\n";
+  for (const auto& e : spec.operators) {
+    out << e.op << " " << e.name << " " << e.overload << " " << kindName(e.kind)
+        << " " << e.group << " " << e.stub.value_or("-") << " " << e.loc.str()
+        << " " << e.op_loc.str() << " " << e.kind_loc.str() << " "
+        << e.stub_loc.str() << "\n";
+  }
+  for (const auto& c : spec.custom) {
+    out << c.schema << " " << c.meta << " " << c.autograd << " " << c.loc.str()
+        << " " << c.schema_loc.str() << "\n";
+  }
+  return out.str();
+}
+
+// Whether the quick reader took `text`; fails the test when it disagrees
+// with the yaml-cpp reader.
+bool quickAgrees(const std::string& text, const std::string& label) {
+  auto quick = readOperatorsSpecQuickly(text, "specs/operators.yaml");
+  if (!quick) return false;
+  DiagnosticEngine diags;
+  auto full = readOperatorsSpecWithYamlCpp(text, "specs/operators.yaml", diags);
+  EXPECT_EQ(printed(diags), "") << label;
+  EXPECT_TRUE(full) << label;
+  if (full) EXPECT_EQ(describeSpec(*quick), describeSpec(*full)) << label;
+  return true;
+}
+
+TEST(OperatorsSpec, QuickReaderAgreesOnEverySpecInTheRepository) {
+  namespace fs = std::filesystem;
+  const fs::path root(ACCGEN_SOURCE_DIR);
+  // The layout specs are written in is the quick one: valid specs are all
+  // taken; the error cases are taken or left, but never read differently.
+  std::vector<std::pair<fs::path, bool>> files = {
+      {root / "specs" / "operators.yaml", true},
+      {root / "templates" / "init" / "specs" / "operators.yaml.mustache",
+       true}};
+  for (const char* dir : {"tests/golden", "tests/errors"}) {
+    for (const auto& e : fs::recursive_directory_iterator(root / dir)) {
+      if (e.path().filename() != "operators.yaml") continue;
+      files.emplace_back(e.path(),
+                         std::string(dir) == "tests/golden" ||
+                             e.path().parent_path().filename() == "base");
+    }
+  }
+  for (const auto& [file, valid] : files) {
+    std::ifstream in(file);
+    std::stringstream text;
+    text << in.rdbuf();
+    const bool taken = quickAgrees(text.str(), file.string());
+    if (valid) EXPECT_TRUE(taken) << file;
+  }
+}
+
+TEST(OperatorsSpec, QuickReaderAgreesOrLeavesTheFileToYamlCpp) {
+  const std::vector<std::string> taken = {
+      "operators:\n",
+      "operators:\ncustom:\n",
+      "# head\noperators:   # all\n\n  - {op: mm, kind: kernel}  # mm\n"
+      "  # between\n  - { op: add.Tensor ,kind: emulate,group: False }\n",
+      "operators:\n- {op: abs.out, kind: stub, stub: abs_stub}\n"
+      "- {op: cumsum, kind: fallback, group: TRUE}\n",
+      "custom:\n  - schema: \"f(Tensor x) -> Tensor\"\n    meta: false\n"
+      "  # a note\n  - autograd: true\n    schema: 'g(Tensor x) -> Tensor'\n"
+      "operators:\n    - {kind: builtin, op: view}\n",
+      "operators:\n  - {op: true.x, kind: kernel}\n",
+  };
+  for (const auto& text : taken) {
+    EXPECT_TRUE(quickAgrees(text, text)) << text;
+  }
+  const std::vector<std::string> left = {
+      "",
+      "# nothing\n",
+      "custom:\n",
+      "operators: []\n",
+      "operators:\n  - {op: mm, kind: kernel}\noperators:\n",
+      "operators:\n  - {op: mm, kind: kernel}\n  - {op: mm, kind: emulate}\n",
+      "operators:\n  - {op: mm, kind: kernal}\n",
+      "operators:\n  - {op: mm}\n",
+      "operators:\n  - {op: mm, kind: kernel, kind: kernel}\n",
+      "operators:\n  - {op: mm, kind: kernel, grop: true}\n",
+      "operators:\n  - {op: mm, kind: kernel, group: yes}\n",
+      "operators:\n  - {op: mm, kind: builtin, group: false}\n",
+      "operators:\n  - {op: mm, kind: kernel, stub: mm_stub}\n",
+      "operators:\n  - {op: mm.out, kind: stub, stub: 1x}\n",
+      "operators:\n  - {op: mm.out, kind: stub, stub: true}\n",
+      "operators:\n  - {op: true, kind: kernel}\n",
+      "operators:\n  - {op: null, kind: kernel}\n",
+      "operators:\n  - {op: 12, kind: kernel}\n",
+      "operators:\n  - {op: \"mm\", kind: kernel}\n",
+      "operators:\n  - {op: mm, kind: kernel,}\n",
+      "operators:\n  - {op: mm, kind: kernel}#x\n",
+      "operators:\n  - {op: mm,\n     kind: kernel}\n",
+      "operators:\n  - {op:mm, kind: kernel}\n",
+      "operators:\n  - op: mm\n    kind: kernel\n",
+      "operators:\n  - {op: mm, kind: kernel}\n   - {op: mv, kind: kernel}\n",
+      "operators:\n\t- {op: mm, kind: kernel}\n",
+      "operators:\r\n  - {op: mm, kind: kernel}\r\n",
+      "---\noperators:\n",
+      "operators:\n  - {op: mm, kind: kernel}\n...\n",
+      "operators:\ncustom:\n  - schema: plain(Tensor x) -> Tensor\n",
+      "operators:\ncustom:\n  - schema: \"a\\\"b(Tensor x) -> Tensor\"\n",
+      "operators:\ncustom:\n  - meta: true\n",
+      "operators:\ncustom:\n  - schema: 'f(Tensor x) -> Tensor'\n"
+      "    schema: 'g(Tensor x) -> Tensor'\n",
+      "operators:\ncustom:\n  - schema: |\n      f(Tensor x) -> Tensor\n",
+      "operators: &a\n",
+  };
+  for (const auto& text : left) {
+    EXPECT_FALSE(readOperatorsSpecQuickly(text, "o")) << text;
+  }
+}
+
 // ---------------------------------------------------------------------------
 // autocast.yaml
 // ---------------------------------------------------------------------------

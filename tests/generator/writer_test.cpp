@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "generator/support/diagnostics.h"
 #include "generator/write/writer.h"
 
 namespace accgen::write {
@@ -64,6 +65,31 @@ TEST_F(WriterTest, ChangedGeneratedFileIsRewritten) {
   auto report = writeTree(out_.string(), files_, {});
   ASSERT_EQ(report.written, std::vector<std::string>{"a.cpp"});
   EXPECT_EQ(slurp(out_ / "a.cpp"), "int a = 1;\n");
+}
+
+TEST_F(WriterTest, ChangedFileIsReplacedWithoutTemporaryLeftovers) {
+  writeTree(out_.string(), files_, {});
+  files_[1].content = "#pragma once\nint b;\n";
+  writeTree(out_.string(), files_, {});
+  EXPECT_EQ(slurp(out_ / "sub/b.h"), "#pragma once\nint b;\n");
+  for (const auto& e : fs::recursive_directory_iterator(out_)) {
+    EXPECT_EQ(e.path().string().find(".accgen-tmp"), std::string::npos)
+        << e.path();
+  }
+}
+
+TEST_F(WriterTest, NewFileThatCannotBeWrittenIsAnError) {
+  // Note [Writing new files]: a directory where a new file goes makes its
+  // write fail; the error names it and the run stops there.
+  fs::create_directories(out_ / "sub" / "b.h");
+  try {
+    writeTree(out_.string(), files_, {});
+    FAIL() << "expected an error";
+  } catch (const AccgenError& e) {
+    EXPECT_NE(std::string(e.what()).find("sub/b.h"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(fs::exists(out_ / kManifestName));
 }
 
 TEST_F(WriterTest, UserFilesAreNeverOverwritten) {
