@@ -65,7 +65,7 @@ int runInit(const InitOptions& options, std::ostream& out, std::ostream& err) {
   }
 
   SchemaSource schemas = loadSchemas(options.schemas);
-  emit::RunInfo run{schemas.torch_version};
+  emit::RunInfo run{schemas.torch_version, ""};
   render::TemplateSet templates(render::defaultTemplateDir());
   const std::string plain_version =
       run.torch_version.substr(0, run.torch_version.find('+'));

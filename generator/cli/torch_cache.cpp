@@ -50,7 +50,10 @@ TorchFacts findTorchCached() {
   const std::string key =
       write::contentHash(envOr("ACCGEN_PYTHON", "python3") + "\n" +
                          envOr("PATH", "") + "\n" + envOr("VIRTUAL_ENV", ""));
-  const fs::path file = cacheDir() / ("torch-" + key + ".json");
+  // The format's version is part of the name: an accgen that writes
+  // another layout (stubs as a list of names before version 2) never reads
+  // this one.
+  const fs::path file = cacheDir() / ("torch-v2-" + key + ".json");
 
   if (enabled) {
     std::ifstream in(file);
@@ -64,8 +67,7 @@ TorchFacts findTorchCached() {
       t.native_functions_yaml = j.value("native_functions_yaml", "");
       t.include_dir = j.value("include_dir", "");
       if (!t.torch_dir.empty() && j.value("stamps", "") == stamps(t)) {
-        // An object of stub to header; an older cache's list of names
-        // is stale.
+        // An object of stub to header.
         const auto stubs = j.find("dispatch_stubs");
         if (stubs != j.end() && stubs->is_object()) {
           for (const auto& [name, header] : stubs->items()) {
