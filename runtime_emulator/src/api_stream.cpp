@@ -115,13 +115,14 @@ accError_t accStreamQuery(accStream_t stream) {
     if (target == nullptr) {
       return accErrorInvalidHandle;
     }
-    // Completion first: a worker sets a kernel's error before it marks the
-    // kernel complete, so once the stream is seen idle its errors are seen.
-    const bool idle = target->idle();
-    if (accError_t error = target->takeError(); error != accSuccess) {
-      return error;
+    // A worker sets a kernel's error before it marks the kernel complete:
+    // once the stream is seen idle, every error of its work is seen, and
+    // one reported earlier could be followed by a NotReady for the same
+    // kernel. So errors are reported when the work completed.
+    if (!target->idle()) {
+      return accErrorNotReady;
     }
-    return idle ? accSuccess : accErrorNotReady;
+    return target->takeError();
   });
 }
 

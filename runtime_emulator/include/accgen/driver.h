@@ -144,8 +144,8 @@ accError_t accStreamCreateWithPriority(accStream_t* stream, unsigned flags,
                                        int priority);
 /* Waits for the stream's pending work, then destroys it. */
 accError_t accStreamDestroy(accStream_t stream);
-/* accSuccess when all work completed, accErrorNotReady otherwise, or the
- * stream's sticky kernel error. */
+/* accErrorNotReady while work is pending; once all of it completed, the
+ * stream's sticky kernel error if there is one, else accSuccess. */
 accError_t accStreamQuery(accStream_t stream);
 accError_t accStreamSynchronize(accStream_t stream);
 accError_t accStreamWaitEvent(accStream_t stream, accEvent_t event,
