@@ -20,9 +20,14 @@ per input, large: 16M; mm at sizes of comparable work, 32x32 and
             the system, so every new result page-faults) differ most.
 
 Each figure is the median over `repeat` timings of a loop sized to take
-about 0.2 s, with the device synchronized before the clock stops. Ratios
-are device/cpu and fallback/device. Targets (docs/operators.md): large
-device/cpu <= 1.10, small device/cpu <= 2, large fallback/device >= 3.
+about 0.2 s, with the device synchronized before the clock stops. The
+timings of one operator and size run in rounds, each timing cpu, device,
+cpu out= and device out= once in turn (the fallback alternates with the
+device in rounds of its own), and each ratio is the median of the per-round
+ratios: load from elsewhere on the machine then moves both sides of a ratio
+alike. Ratios are device/cpu and fallback/device. Targets
+(docs/operators.md): large device/cpu <= 1.10, small device/cpu <= 2,
+large fallback/device >= 3.
 The emulator's environment (ACCGEN_EMU_PROTECT, ACCGEN_EMU_SPIN_US) applies.
 """
 import argparse
@@ -53,22 +58,36 @@ ATEN = {"add": ["add.Tensor"], "mul": ["mul.Tensor"],
         "sum": ["sum.dim_IntList"], "mm": ["mm"], "softmax": ["_softmax"]}
 
 
-def timeit(fn, sync, repeat, budget=0.2):
+def loop_count(fn, sync, budget):
+    """How many calls of `fn` take about `budget` seconds."""
     fn()
     sync()
     start = time.perf_counter()
     fn()
     sync()
     once = max(time.perf_counter() - start, 1e-7)
-    loops = max(1, min(10000, int(budget / once)))
-    samples = []
+    return max(1, min(10000, int(budget / once)))
+
+
+def timeit(cases, repeat, budget=0.2):
+    """Per-call seconds of each (fn, sync) in `cases`: `repeat` rounds, each
+    timing every case once in turn, so that the machine's load moves all of
+    them alike. Returns the per-case samples."""
+    loops = [loop_count(fn, sync, budget) for fn, sync in cases]
+    samples = [[] for _ in cases]
     for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(loops):
-            fn()
-        sync()
-        samples.append((time.perf_counter() - start) / loops)
-    return statistics.median(samples)
+        for (fn, sync), n, out in zip(cases, loops, samples):
+            start = time.perf_counter()
+            for _ in range(n):
+                fn()
+            sync()
+            out.append((time.perf_counter() - start) / n)
+    return samples
+
+
+def ratio(numerator, denominator):
+    """Median of the per-round ratios of two sample lists from one timeit."""
+    return statistics.median(a / b for a, b in zip(numerator, denominator))
 
 
 class ForcedFallback:
@@ -143,23 +162,30 @@ def main():
                                        rtol=1e-4, atol=1e-3)
             cpu_out = torch.empty_like(want)
             dev_out = torch.empty_like(want, device=device)
-            t_cpu = timeit(lambda: fn(*cpu_args), sync_cpu, args.repeat)
-            t_dev = timeit(lambda: fn(*dev_args), sync_dev, args.repeat)
-            t_cpu_out = timeit(lambda: out_fn(*cpu_args, out=cpu_out),
-                               sync_cpu, args.repeat)
-            t_dev_out = timeit(lambda: out_fn(*dev_args, out=dev_out),
-                               sync_dev, args.repeat)
-            with ForcedFallback(ATEN[name], device):
-                t_fb = timeit(lambda: fn(*dev_args), sync_dev, args.repeat)
+            s_cpu, s_dev, s_cpu_out, s_dev_out = timeit(
+                [(lambda: fn(*cpu_args), sync_cpu),
+                 (lambda: fn(*dev_args), sync_dev),
+                 (lambda: out_fn(*cpu_args, out=cpu_out), sync_cpu),
+                 (lambda: out_fn(*dev_args, out=dev_out), sync_dev)],
+                args.repeat)
+            # The forced fallback replaces the device kernels while active:
+            # its rounds alternate with the device's own on fresh kernels.
+            s_fb, s_dev2 = [], []
+            for _ in range(args.repeat):
+                with ForcedFallback(ATEN[name], device):
+                    s_fb += timeit([(lambda: fn(*dev_args), sync_dev)], 1)[0]
+                s_dev2 += timeit([(lambda: fn(*dev_args), sync_dev)], 1)[0]
+            med = statistics.median
             elems = sum(a.numel() for a in cpu_args)
             rows.append({"op": name, "size": size, "elements": elems,
-                         "cpu_us": t_cpu * 1e6, "device_us": t_dev * 1e6,
-                         "fallback_us": t_fb * 1e6,
-                         "cpu_out_us": t_cpu_out * 1e6,
-                         "device_out_us": t_dev_out * 1e6,
-                         "device_over_cpu": t_dev / t_cpu,
-                         "fallback_over_device": t_fb / t_dev,
-                         "out_device_over_cpu": t_dev_out / t_cpu_out})
+                         "cpu_us": med(s_cpu) * 1e6,
+                         "device_us": med(s_dev) * 1e6,
+                         "fallback_us": med(s_fb) * 1e6,
+                         "cpu_out_us": med(s_cpu_out) * 1e6,
+                         "device_out_us": med(s_dev_out) * 1e6,
+                         "device_over_cpu": ratio(s_dev, s_cpu),
+                         "fallback_over_device": ratio(s_fb, s_dev2),
+                         "out_device_over_cpu": ratio(s_dev_out, s_cpu_out)})
             r = rows[-1]
             print(f"{name:8} {size:5} {elems:>9}  {r['cpu_us']:9.1f} "
                   f"{r['device_us']:9.1f} {r['fallback_us']:9.1f}  "
