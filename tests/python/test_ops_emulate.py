@@ -614,6 +614,31 @@ def test_operators_run_on_the_device_of_their_arguments(device, two_devices):
         torch.mul(a.to(device), b.to(second))
 
 
+def test_result_shapes_follow_every_argument(device):
+    # Note [Shape cache]: results of the same operator keep the shapes and
+    # dtypes their own arguments give, call after call.
+    for shape, other in [((3,), (1,)), ((2, 3), (1,)), ((3,), (1,)),
+                         ((4, 1), (5,)), ((1, 5), (1,))]:
+        a, b = torch.randn(*shape), torch.randn(*other)
+        assert_same(a.to(device) * b.to(device), a * b)
+    x = torch.arange(6).reshape(2, 3)
+    for other in (2, 2.5, True, torch.tensor(3), torch.tensor(1.5)):
+        on_device = other.to(device) if isinstance(other, torch.Tensor) \
+            else other
+        assert_same(x.to(device) * on_device, x * other)
+    t = torch.randn(4, 6)
+    for view in (t, t.t(), t[:, ::2], t[1:]):
+        assert_same(view.to(device).sum(1, keepdim=True),
+                    view.sum(1, keepdim=True))
+    # The default dtype decides a Python float's type.
+    try:
+        torch.set_default_dtype(torch.float64)
+        assert (x.to(device) * 2.5).dtype == torch.float64
+    finally:
+        torch.set_default_dtype(torch.float32)
+    assert (x.to(device) * 2.5).dtype == torch.float32
+
+
 # ------------------------------------------------------------------- stubs
 
 def test_stub_entries_run_the_stub_loop_on_the_device(device):

@@ -18,6 +18,7 @@
 #include <ATen/core/ivalue.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/Allocator.h>
+#include <c10/core/DefaultDtype.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/StorageImpl.h>
 #include <c10/core/TensorImpl.h>
@@ -421,12 +422,102 @@ void runDirect(const c10::OperatorHandle& op, const Plan& plan,
 }
 
 // A functional operator computed through its out= overload.
+// Note [Shape cache]
+// A functional operator computed through its out= overload gets its
+// results' sizes, strides and dtypes from a meta computation, which costs
+// more than a small operator's kernel. That computation reads nothing but
+// the arguments (a tensor's metadata, any other argument's value) and
+// torch's default dtypes, so each operator keeps its answer for the last
+// few distinct calls. The key holds the default dtypes and, for every
+// argument, a tag and either the tensor's device type, dtype, flags
+// (wrapped number, conjugate, negative), sizes, strides and storage offset,
+// or the value itself. Calls with arguments of other kinds (lists of
+// tensors, strings, generators, complex numbers, symbolic integers) are not
+// keyed and always compute.
+class ShapeCache {
+ public:
+  using Key = c10::SmallVector<int64_t, 32>;
+  struct Result {
+    c10::SmallVector<int64_t, 5> sizes;
+    c10::SmallVector<int64_t, 5> strides;
+    c10::ScalarType dtype;
+  };
+  using Results = c10::SmallVector<Result, 1>;
+
+  bool lookup(const Key& key, Results& out) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [known, results] : entries_) {
+      if (known == key) {
+        out = results;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void insert(Key key, const Results& results) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (entries_.size() < kEntries) {
+      entries_.emplace_back(std::move(key), results);
+      return;
+    }
+    entries_[next_] = {std::move(key), results};
+    next_ = (next_ + 1) % kEntries;
+  }
+
+ private:
+  static constexpr std::size_t kEntries = 8;
+  mutable std::mutex mutex_;
+  std::vector<std::pair<Key, Results>> entries_;
+  std::size_t next_ = 0;
+};
+
+// Appends the key of a non-tensor argument; false for kinds not keyed.
+bool keyValue(const c10::IValue& v, ShapeCache::Key& key) {
+  auto list = [&key](int64_t tag, const auto& values, auto bits) {
+    key.push_back(tag);
+    key.push_back(static_cast<int64_t>(values.size()));
+    for (const auto& value : values) {
+      key.push_back(bits(value));
+    }
+  };
+  auto same = [](auto value) { return static_cast<int64_t>(value); };
+  auto doubleBits = [](double value) {
+    int64_t out = 0;
+    std::memcpy(&out, &value, sizeof(out));
+    return out;
+  };
+  if (v.isNone()) {
+    key.push_back(1);
+  } else if (v.isInt()) {
+    key.insert(key.end(), {2, v.toInt()});
+  } else if (v.isDouble()) {
+    key.insert(key.end(), {3, doubleBits(v.toDouble())});
+  } else if (v.isBool()) {
+    key.insert(key.end(), {4, v.toBool() ? 1 : 0});
+  } else if (v.isIntList()) {
+    list(5, v.toIntVector(), same);
+  } else if (v.isDoubleList()) {
+    list(6, v.toDoubleVector(), doubleBits);
+  } else if (v.isBoolList()) {
+    list(7, v.toBoolList().vec(), same);
+  } else if (v.isDevice()) {
+    key.insert(key.end(), {8, static_cast<int64_t>(v.toDevice().type()),
+                           v.toDevice().index()});
+  } else {
+    return false;
+  }
+  return true;
+}
+
 struct OutPlan {
   Plan functional;
   Plan out;
   // For each argument of the out= overload that is not an out argument, the
   // index of the functional argument of the same name.
   std::vector<std::size_t> from_functional;
+  // Note [Shape cache].
+  mutable ShapeCache shapes;
 
   OutPlan(const c10::FunctionSchema& f, const c10::FunctionSchema& o)
       : functional(f), out(o) {
@@ -515,6 +606,62 @@ torch::jit::Stack metaArguments(const Plan& plan,
   return meta;
 }
 
+// The Note [Shape cache] key of the functional call on top of `stack`;
+// sets `device` as metaArguments does. False when an argument is not keyed.
+bool shapeKey(const Plan& plan, const torch::jit::Stack& stack,
+              ShapeCache::Key& key, c10::DeviceIndex& device) {
+  key.push_back(static_cast<int64_t>(c10::get_default_dtype_as_scalartype()));
+  key.push_back(static_cast<int64_t>(
+      c10::typeMetaToScalarType(c10::get_default_complex_dtype())));
+  const std::size_t n = plan.kinds.size();
+  const std::size_t base = stack.size() - n;
+  for (std::size_t i = 0; i < n; ++i) {
+    const c10::IValue& value = stack[base + i];
+    switch (plan.kinds[i]) {
+      case ArgKind::kTensor: {
+        if (value.isNone() || !value.toTensor().defined()) {
+          key.push_back(20);
+          break;
+        }
+        const at::Tensor& t = value.toTensor();
+        if (t.layout() != c10::kStrided) {
+          return false;
+        }
+        if (device < 0 && isDeviceTensor(t)) {
+          device = t.device().index();
+        }
+        const int64_t flags =
+            (t.unsafeGetTensorImpl()->is_wrapped_number() ? 1 : 0) |
+            (t.is_conj() ? 2 : 0) | (t.is_neg() ? 4 : 0);
+        key.insert(key.end(), {21, static_cast<int64_t>(t.device().type()),
+                               static_cast<int64_t>(t.scalar_type()), flags,
+                               t.dim()});
+        key.append(t.sizes().begin(), t.sizes().end());
+        key.append(t.strides().begin(), t.strides().end());
+        key.push_back(t.storage_offset());
+        break;
+      }
+      case ArgKind::kDevice:
+        if (value.isDevice() && value.toDevice().type() == kDeviceType &&
+            device < 0) {
+          device = resolveDevice(value.toDevice().index());
+        }
+        if (!keyValue(value, key)) {
+          return false;
+        }
+        break;
+      case ArgKind::kOther:
+        if (!keyValue(value, key)) {
+          return false;
+        }
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
 void runViaOut(const c10::OperatorHandle& op, const c10::OperatorHandle& out,
                const c10::KernelFunction* shape, const OutPlan& plan,
                torch::jit::Stack* stack) {
@@ -522,13 +669,28 @@ void runViaOut(const c10::OperatorHandle& op, const c10::OperatorHandle& out,
   const std::size_t base = stack->size() - n;
 
   c10::DeviceIndex device = -1;
-  torch::jit::Stack meta = metaArguments(plan.functional, *stack, device);
-  // A C++ shape function when there is one: the Meta key may lead to a
-  // Python meta kernel, two orders of magnitude slower.
-  if (shape != nullptr) {
-    shape->callBoxed(op, kMetaKeys, &meta);
-  } else {
-    op.redispatchBoxed(kMetaKeys, &meta);
+  ShapeCache::Key key;
+  ShapeCache::Results shapes;
+  const bool keyed = shapeKey(plan.functional, *stack, key, device);
+  if (!keyed || !plan.shapes.lookup(key, shapes)) {
+    device = -1;
+    torch::jit::Stack meta = metaArguments(plan.functional, *stack, device);
+    // A C++ shape function when there is one: the Meta key may lead to a
+    // Python meta kernel, two orders of magnitude slower.
+    if (shape != nullptr) {
+      shape->callBoxed(op, kMetaKeys, &meta);
+    } else {
+      op.redispatchBoxed(kMetaKeys, &meta);
+    }
+    for (const c10::IValue& r : meta) {
+      const at::Tensor& m = r.toTensor();
+      shapes.push_back({c10::SmallVector<int64_t, 5>(m.sizes()),
+                        c10::SmallVector<int64_t, 5>(m.strides()),
+                        m.scalar_type()});
+    }
+    if (keyed) {
+      plan.shapes.insert(std::move(key), shapes);
+    }
   }
   if (device < 0) {
     device = currentDevice();
@@ -537,13 +699,12 @@ void runViaOut(const c10::OperatorHandle& op, const c10::OperatorHandle& out,
   const c10::Device target(kDeviceType, device);
   c10::DeviceGuard guard(target);
   c10::SmallVector<at::Tensor, 2> results;
-  for (const c10::IValue& r : meta) {
-    const at::Tensor& m = r.toTensor();
+  for (const ShapeCache::Result& r : shapes) {
     // Straight from the allocator: the dispatcher's round trip through
     // empty_strided is a measurable part of a small operator's time.
     results.push_back(at::detail::empty_strided_generic(
-        m.sizes(), m.strides(), getDeviceAllocator(),
-        c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), m.scalar_type()));
+        r.sizes, r.strides, getDeviceAllocator(),
+        c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), r.dtype));
   }
 
   torch::jit::Stack out_stack;
