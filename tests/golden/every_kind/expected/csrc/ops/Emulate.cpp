@@ -421,7 +421,6 @@ void runDirect(const c10::OperatorHandle& op, const Plan& plan,
   }
 }
 
-// A functional operator computed through its out= overload.
 // Note [Shape cache]
 // A functional operator computed through its out= overload gets its
 // results' sizes, strides and dtypes from a meta computation, which costs
@@ -510,6 +509,7 @@ bool keyValue(const c10::IValue& v, ShapeCache::Key& key) {
   return true;
 }
 
+// A functional operator computed through its out= overload.
 struct OutPlan {
   Plan functional;
   Plan out;
@@ -537,19 +537,55 @@ struct OutPlan {
   }
 };
 
-// The arguments of a functional call as the Meta kernel takes them; sets
-// `device` to the device of the first device tensor.
-torch::jit::Stack metaArguments(const Plan& plan,
-                                const torch::jit::Stack& stack,
-                                c10::DeviceIndex& device) {
+// The device a functional call computes on: that of its first device
+// tensor, else of its device argument, else the current one.
+c10::DeviceIndex callDevice(const Plan& plan, const torch::jit::Stack& stack) {
   const std::size_t n = plan.kinds.size();
   const std::size_t base = stack.size() - n;
-  auto note = [&](const at::Tensor& t) {
-    if (device < 0) {
-      device = t.device().index();
+  for (std::size_t i = 0; i < n; ++i) {
+    const c10::IValue& value = stack[base + i];
+    switch (plan.kinds[i]) {
+      case ArgKind::kTensor:
+        if (value.isTensor() && isDeviceTensor(value.toTensor())) {
+          return value.toTensor().device().index();
+        }
+        break;
+      case ArgKind::kTensorList:
+        if (!value.isNone()) {
+          for (const at::Tensor& t : value.toTensorList()) {
+            if (isDeviceTensor(t)) {
+              return t.device().index();
+            }
+          }
+        }
+        break;
+      case ArgKind::kOptionalTensorList:
+        if (!value.isNone()) {
+          for (const std::optional<at::Tensor>& t :
+               value.toOptionalTensorList()) {
+            if (t.has_value() && isDeviceTensor(*t)) {
+              return t->device().index();
+            }
+          }
+        }
+        break;
+      case ArgKind::kDevice:
+        if (value.isDevice() && value.toDevice().type() == kDeviceType) {
+          return resolveDevice(value.toDevice().index());
+        }
+        break;
+      default:
+        break;
     }
-    return metaOf(t);
-  };
+  }
+  return currentDevice();
+}
+
+// The arguments of a functional call as the Meta kernel takes them.
+torch::jit::Stack metaArguments(const Plan& plan,
+                                const torch::jit::Stack& stack) {
+  const std::size_t n = plan.kinds.size();
+  const std::size_t base = stack.size() - n;
   torch::jit::Stack meta;
   meta.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -557,7 +593,7 @@ torch::jit::Stack metaArguments(const Plan& plan,
     switch (plan.kinds[i]) {
       case ArgKind::kTensor:
         if (value.isTensor() && isDeviceTensor(value.toTensor())) {
-          meta.emplace_back(note(value.toTensor()));
+          meta.emplace_back(metaOf(value.toTensor()));
           continue;
         }
         break;
@@ -567,7 +603,7 @@ torch::jit::Stack metaArguments(const Plan& plan,
         }
         c10::List<at::Tensor> mapped;
         for (const at::Tensor& t : value.toTensorList()) {
-          mapped.push_back(isDeviceTensor(t) ? note(t) : t);
+          mapped.push_back(isDeviceTensor(t) ? metaOf(t) : t);
         }
         meta.emplace_back(std::move(mapped));
         continue;
@@ -579,7 +615,7 @@ torch::jit::Stack metaArguments(const Plan& plan,
         c10::List<std::optional<at::Tensor>> mapped;
         for (std::optional<at::Tensor> t : value.toOptionalTensorList()) {
           if (t.has_value() && isDeviceTensor(*t)) {
-            t = note(*t);
+            t = metaOf(*t);
           }
           mapped.push_back(std::move(t));
         }
@@ -591,9 +627,6 @@ torch::jit::Stack metaArguments(const Plan& plan,
         continue;
       case ArgKind::kDevice:
         if (value.isDevice() && value.toDevice().type() == kDeviceType) {
-          if (device < 0) {
-            device = resolveDevice(value.toDevice().index());
-          }
           meta.emplace_back(c10::Device(c10::kMeta));
           continue;
         }
@@ -607,9 +640,9 @@ torch::jit::Stack metaArguments(const Plan& plan,
 }
 
 // The Note [Shape cache] key of the functional call on top of `stack`;
-// sets `device` as metaArguments does. False when an argument is not keyed.
+// false when an argument is not keyed.
 bool shapeKey(const Plan& plan, const torch::jit::Stack& stack,
-              ShapeCache::Key& key, c10::DeviceIndex& device) {
+              ShapeCache::Key& key) {
   key.push_back(static_cast<int64_t>(c10::get_default_dtype_as_scalartype()));
   key.push_back(static_cast<int64_t>(
       c10::typeMetaToScalarType(c10::get_default_complex_dtype())));
@@ -627,9 +660,6 @@ bool shapeKey(const Plan& plan, const torch::jit::Stack& stack,
         if (t.layout() != c10::kStrided) {
           return false;
         }
-        if (device < 0 && isDeviceTensor(t)) {
-          device = t.device().index();
-        }
         const int64_t flags =
             (t.unsafeGetTensorImpl()->is_wrapped_number() ? 1 : 0) |
             (t.is_conj() ? 2 : 0) | (t.is_neg() ? 4 : 0);
@@ -642,14 +672,6 @@ bool shapeKey(const Plan& plan, const torch::jit::Stack& stack,
         break;
       }
       case ArgKind::kDevice:
-        if (value.isDevice() && value.toDevice().type() == kDeviceType &&
-            device < 0) {
-          device = resolveDevice(value.toDevice().index());
-        }
-        if (!keyValue(value, key)) {
-          return false;
-        }
-        break;
       case ArgKind::kOther:
         if (!keyValue(value, key)) {
           return false;
@@ -668,13 +690,11 @@ void runViaOut(const c10::OperatorHandle& op, const c10::OperatorHandle& out,
   const std::size_t n = plan.functional.kinds.size();
   const std::size_t base = stack->size() - n;
 
-  c10::DeviceIndex device = -1;
   ShapeCache::Key key;
   ShapeCache::Results shapes;
-  const bool keyed = shapeKey(plan.functional, *stack, key, device);
+  const bool keyed = shapeKey(plan.functional, *stack, key);
   if (!keyed || !plan.shapes.lookup(key, shapes)) {
-    device = -1;
-    torch::jit::Stack meta = metaArguments(plan.functional, *stack, device);
+    torch::jit::Stack meta = metaArguments(plan.functional, *stack);
     // A C++ shape function when there is one: the Meta key may lead to a
     // Python meta kernel, two orders of magnitude slower.
     if (shape != nullptr) {
@@ -692,11 +712,8 @@ void runViaOut(const c10::OperatorHandle& op, const c10::OperatorHandle& out,
       plan.shapes.insert(std::move(key), shapes);
     }
   }
-  if (device < 0) {
-    device = currentDevice();
-  }
-
-  const c10::Device target(kDeviceType, device);
+  const c10::Device target(kDeviceType,
+                           callDevice(plan.functional, *stack));
   c10::DeviceGuard guard(target);
   c10::SmallVector<at::Tensor, 2> results;
   for (const ShapeCache::Result& r : shapes) {
