@@ -33,8 +33,9 @@ echo "== accgen generate (a no-op right after init)"
 # `pip install --no-build-isolation DIR` is what a backend's users run.
 echo "== build and install torch_$NAME into $WORK/site"
 rm -rf "$WORK/site"
-CMAKE_PREFIX_PATH=$ROOT/build/install "$PY" -m pip install -q --no-deps \
-  --no-build-isolation --target "$WORK/site" "$WORK/$NAME"
+export PATH=$ROOT/build/install/bin:$PATH
+"$PY" -m pip install -q --no-deps --no-build-isolation --target "$WORK/site" \
+  "$WORK/$NAME"
 
 echo "== demo"
 cd "$WORK"

@@ -34,10 +34,12 @@ ACCGEN=$ROOT/build/install/bin/accgen
 echo "== generated_example/ matches specs/"
 "$ACCGEN" generate --check --specs specs --out generated_example
 
+# CMake finds accgen's package from its bin/ on PATH, as a vendor's build does.
+export PATH=$ROOT/build/install/bin:$PATH
+
 if [ -f generated_example/pyproject.toml ]; then
   echo "== build and install the example backend"
-  CMAKE_PREFIX_PATH=$ROOT/build/install "$PY" -m pip install -q \
-    --no-build-isolation ./generated_example
+  "$PY" -m pip install -q --no-build-isolation ./generated_example
 fi
 
 echo "== pytest"

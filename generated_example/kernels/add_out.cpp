@@ -20,9 +20,8 @@
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/SmallVector.h>
 
+#include "csrc/Backend.h"
 #include "csrc/ops/KernelDecls.h"
-#include "csrc/runtime/Driver.h"
-#include "csrc/runtime/Runtime.h"
 
 namespace accel::kernels {
 namespace {

@@ -15,9 +15,8 @@
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
 
+#include "csrc/Backend.h"
 #include "csrc/ops/KernelDecls.h"
-#include "csrc/runtime/Driver.h"
-#include "csrc/runtime/Runtime.h"
 
 namespace accel::kernels {
 namespace {

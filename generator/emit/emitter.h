@@ -21,7 +21,7 @@ struct OutputFile {
   /// Path relative to the output directory, '/'-separated.
   std::string path;
   /// Template path relative to templates/, e.g.
-  /// "backend/csrc/runtime/DeviceGuard.cpp.mustache".
+  /// "backend/csrc/ops/RegisterStubs.cpp.mustache".
   std::string template_name;
   /// Template data; merged over globalContext() (file keys win).
   nlohmann::json data = nlohmann::json::object();
@@ -55,7 +55,8 @@ const std::vector<Emitter>& registry();
 
 /// Values every template may use: device, DEVICE, package, namespace,
 /// device_count, memory_bytes, fallback_cpu, fallback_error, features,
-/// torch_version, torch_version_major, torch_version_minor, accgen_version.
+/// torch_version, torch_requirement, torch_version_major,
+/// torch_version_minor, accgen_version.
 nlohmann::json globalContext(const model::Backend& backend, const RunInfo& run);
 
 /// Runs every emitter; the result is sorted by path. Two emitters producing

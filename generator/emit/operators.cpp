@@ -2,8 +2,9 @@
 // autocast.yaml as C++ under csrc/ops/ (DESIGN.md, "Operator registration
 // kinds"), plus the user-owned kernel starters under kernels/.
 //
-//   Emulate.h/.cpp           emulated execution (always: kernel starters and
-//                            the CPU fallback use it)
+// Emulated execution itself, the builtin operators and the fallbacks' bodies
+// are accgen's runtime (runtime/), the same for every backend.
+//
 //   RegisterEmulate_<k>.cpp  `emulate` operators, kEmulateShardSize a file
 //   KernelDecls.h            user kernels and custom-op bodies, declared
 //   RegisterKernels.cpp      `kernel` wrappers for whole groups
@@ -300,8 +301,6 @@ void appendAutocast(const model::Backend& backend,
 
 std::vector<OutputFile> emitOperators(const model::Backend& backend) {
   std::vector<OutputFile> files;
-  files.push_back(ops::backendFile("csrc/ops/Emulate.h", json::object()));
-  files.push_back(ops::backendFile("csrc/ops/Emulate.cpp", json::object()));
   appendEmulate(backend, files);
   ops::appendKernelFiles(backend, files);
   appendStubs(backend, files);

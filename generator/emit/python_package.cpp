@@ -1,7 +1,8 @@
-// The Python package emitter: <package>/__init__.py, which registers the
-// device with PyTorch and builds torch.<device> (devices, streams, events,
-// generators, memory, autocast), and csrc/python/Module.cpp, the bindings
-// it stands on (the extension module <package>._C).
+// The Python package emitter: src/<package>/__init__.py, which re-exports
+// accgen's device module (runtime/python/accgen_device.py, installed into
+// the package as _device.py by accgen_add_backend) and registers the
+// package as torch.<device>. The bindings it stands on (<package>._C) are
+// the runtime's too.
 #include <string>
 #include <vector>
 
@@ -12,13 +13,12 @@
 namespace accgen::emit {
 
 std::vector<OutputFile> emitPythonPackage(const model::Backend& backend) {
-  std::vector<OutputFile> files(2);
-  files[0].path = "csrc/python/Module.cpp";
-  files[0].template_name = "backend/csrc/python/Module.cpp.mustache";
-  // The package directory is named after the package, so the template has
-  // a fixed name and the path is computed here.
-  files[1].path = backend.package() + "/__init__.py";
-  files[1].template_name = "backend/package/__init__.py.mustache";
+  std::vector<OutputFile> files(1);
+  // The package directory is named after the package (src layout, so that
+  // the unbuilt sources never shadow the installed package), so the
+  // template has a fixed name and the path is computed here.
+  files[0].path = "src/" + backend.package() + "/__init__.py";
+  files[0].template_name = "backend/package_init.py.mustache";
   return files;
 }
 

@@ -12,9 +12,12 @@ namespace accgen::emit {
 
 const std::vector<Emitter>& registry() {
   static const std::vector<Emitter> kEmitters = {
-      {"runtime", "device runtime glue and the builtin operators",
+      {"runtime",
+       "the runtime library's configuration, the backend's view of its API "
+       "and the user-owned tuning",
        &emitRuntime},
-      {"python", "the Python package and its _C bindings", &emitPythonPackage},
+      {"python", "the Python package over the runtime's device module",
+       &emitPythonPackage},
       {"build", "CMakeLists.txt, pyproject.toml, .gitignore", &emitBuildFiles},
       {"operators",
        "operator registrations (emulate, kernel, stub, fallback, custom), "
@@ -59,6 +62,9 @@ nlohmann::json globalContext(const model::Backend& backend,
        {{"pinned_memory", backend.features().pinned_memory},
         {"autocast", backend.features().autocast}}},
       {"torch_version", plain_version},
+      // A backend is built against one torch release's C++ ABI.
+      {"torch_requirement",
+       plain_version.empty() ? "torch" : "torch==" + plain_version},
       {"torch_version_major", major},
       {"torch_version_minor", minor},
       {"accgen_version", ACCGEN_VERSION},

@@ -140,7 +140,6 @@ TEST_F(OperatorFiles, EveryKindHasItsFiles) {
   std::sort(paths.begin(), paths.end());
   const std::vector<std::string> expected = {
       "csrc/ops/Autocast.cpp",         "csrc/ops/CustomOps.cpp",
-      "csrc/ops/Emulate.cpp",          "csrc/ops/Emulate.h",
       "csrc/ops/KernelDecls.h",        "csrc/ops/RegisterEmulate_0.cpp",
       "csrc/ops/RegisterFallback.cpp", "csrc/ops/RegisterKernels.cpp",
       "csrc/ops/RegisterStubs.cpp",    "kernels/mm.cpp",
@@ -154,7 +153,7 @@ TEST_F(OperatorFiles, EveryKindHasItsFiles) {
                             "kernels/relu.cpp", "kernels/scaled_add.cpp"}));
 }
 
-TEST_F(OperatorFiles, OnlyBuiltinsGiveTheEmulationAndTheFallback) {
+TEST_F(OperatorFiles, OnlyBuiltinsGiveAutocastAndTheFallback) {
   const auto b = backend(std::string("operators:\n") + kBuiltins,
                          "device: accel\n", "dtype: float16\n");
   std::vector<std::string> paths;
@@ -162,8 +161,8 @@ TEST_F(OperatorFiles, OnlyBuiltinsGiveTheEmulationAndTheFallback) {
     paths.push_back(f.path);
   std::sort(paths.begin(), paths.end());
   EXPECT_EQ(paths, (std::vector<std::string>{
-                       "csrc/ops/Autocast.cpp", "csrc/ops/Emulate.cpp",
-                       "csrc/ops/Emulate.h", "csrc/ops/RegisterFallback.cpp"}));
+                       "csrc/ops/Autocast.cpp",
+                       "csrc/ops/RegisterFallback.cpp"}));
 }
 
 TEST_F(OperatorFiles, StructuredFunctionalsRunThroughTheirOutOverload) {

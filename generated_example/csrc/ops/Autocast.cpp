@@ -33,7 +33,7 @@
 #include <ATen/ops/stack_ops.h>
 #include <ATen/ops/sum_ops.h>
 #include <ATen/ops/where_ops.h>
-#include <torch/library.h>
+#include "csrc/Backend.h"
 
 namespace accel {
 namespace {
@@ -65,11 +65,11 @@ at::Tensor autocast_norm_ScalarOpt_dim(const at::Tensor& self, const ::std::opti
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m) {
+ACCGEN_LIBRARY_IMPL(_, AutocastPrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFallthrough());
 }
 
-TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
+ACCGEN_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
   KERNEL_PRIVATEUSEONE(addbmm, lower_precision_fp)
   KERNEL_PRIVATEUSEONE(addcdiv, promote)
   KERNEL_PRIVATEUSEONE(addcmul, promote)

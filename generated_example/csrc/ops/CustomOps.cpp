@@ -17,6 +17,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
+#include "csrc/Backend.h"
 #include "csrc/ops/KernelDecls.h"
 
 namespace accel {
@@ -68,24 +69,24 @@ at::Tensor autograd_scaled_add(const at::Tensor& self, const at::Tensor& other, 
 
 }  // namespace
 
-TORCH_LIBRARY(accel, m) {
+ACCGEN_LIBRARY(accel, m) {
   m.def("scaled_add(Tensor self, Tensor other, float alpha=1.0) -> Tensor");
 }
 
-TORCH_LIBRARY_IMPL(accel, PrivateUse1, m) {
+ACCGEN_LIBRARY_IMPL(accel, PrivateUse1, m) {
   m.impl("scaled_add", TORCH_FN(wrapper_scaled_add));
 }
 
-TORCH_LIBRARY_IMPL(accel, Meta, m) {
+ACCGEN_LIBRARY_IMPL(accel, Meta, m) {
   m.impl("scaled_add", TORCH_FN(kernels::meta_scaled_add));
 }
 
-TORCH_LIBRARY_IMPL(accel, AutogradPrivateUse1, m) {
+ACCGEN_LIBRARY_IMPL(accel, AutogradPrivateUse1, m) {
   m.impl("scaled_add", TORCH_FN(autograd_scaled_add));
 }
 
 // On meta tensors too, so that they differentiate like fake ones.
-TORCH_LIBRARY_IMPL(accel, AutogradMeta, m) {
+ACCGEN_LIBRARY_IMPL(accel, AutogradMeta, m) {
   m.impl("scaled_add", TORCH_FN(autograd_scaled_add));
 }
 

@@ -2,14 +2,12 @@
 // Regenerate with `accgen generate`; edits here are reported, not kept.
 //
 // The `emulate` operators of accel, part 0 of 6: their
-// CPU kernels run on the device memory (csrc/ops/Emulate.h). A functional
+// CPU kernels run on the device memory (accgen/runtime/Emulate.h). A functional
 // operator with a C++ meta function is computed through its out= overload
 // into results allocated with the meta shapes; every other form runs
 // directly (Note [How each emulated operator runs] in docs/operators.md).
 // Moving an operator to real hardware is one word in specs/operators.yaml:
 // kind emulate becomes kernel.
-#include "csrc/ops/Emulate.h"
-
 #include <ATen/ops/_log_softmax_backward_data_meta_dispatch.h>
 #include <ATen/ops/_log_softmax_meta_dispatch.h>
 #include <ATen/ops/_softmax_backward_data_meta_dispatch.h>
@@ -25,7 +23,7 @@
 #include <ATen/ops/argmin_meta_dispatch.h>
 #include <ATen/ops/baddbmm_meta_dispatch.h>
 #include <ATen/ops/bitwise_and_meta_dispatch.h>
-#include <torch/library.h>
+#include "csrc/Backend.h"
 
 namespace accel {
 
@@ -108,7 +106,7 @@ at::Tensor shape_bitwise_and_Tensor(const at::Tensor& self, const at::Tensor& ot
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_log_softmax", emulate::viaOut("_log_softmax.out", TORCH_FN(shape__log_softmax)));
   m.impl("_log_softmax.out", emulate::direct());
   m.impl("_log_softmax_backward_data", emulate::viaOut("_log_softmax_backward_data.out", TORCH_FN(shape__log_softmax_backward_data)));

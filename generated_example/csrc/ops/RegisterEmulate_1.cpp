@@ -2,14 +2,12 @@
 // Regenerate with `accgen generate`; edits here are reported, not kept.
 //
 // The `emulate` operators of accel, part 1 of 6: their
-// CPU kernels run on the device memory (csrc/ops/Emulate.h). A functional
+// CPU kernels run on the device memory (accgen/runtime/Emulate.h). A functional
 // operator with a C++ meta function is computed through its out= overload
 // into results allocated with the meta shapes; every other form runs
 // directly (Note [How each emulated operator runs] in docs/operators.md).
 // Moving an operator to real hardware is one word in specs/operators.yaml:
 // kind emulate becomes kernel.
-#include "csrc/ops/Emulate.h"
-
 #include <ATen/ops/bmm_meta_dispatch.h>
 #include <ATen/ops/cat_meta_dispatch.h>
 #include <ATen/ops/ceil_meta_dispatch.h>
@@ -20,7 +18,7 @@
 #include <ATen/ops/eq_meta_dispatch.h>
 #include <ATen/ops/exp_meta_dispatch.h>
 #include <ATen/ops/floor_meta_dispatch.h>
-#include <torch/library.h>
+#include "csrc/Backend.h"
 
 namespace accel {
 
@@ -93,7 +91,7 @@ at::Tensor shape_floor(const at::Tensor& self) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("bmm", emulate::viaOut("bmm.out", TORCH_FN(shape_bmm)));
   m.impl("bmm.out", emulate::direct());
   m.impl("cat", emulate::viaOut("cat.out", TORCH_FN(shape_cat)));

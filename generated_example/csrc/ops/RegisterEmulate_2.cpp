@@ -2,14 +2,12 @@
 // Regenerate with `accgen generate`; edits here are reported, not kept.
 //
 // The `emulate` operators of accel, part 2 of 6: their
-// CPU kernels run on the device memory (csrc/ops/Emulate.h). A functional
+// CPU kernels run on the device memory (accgen/runtime/Emulate.h). A functional
 // operator with a C++ meta function is computed through its out= overload
 // into results allocated with the meta shapes; every other form runs
 // directly (Note [How each emulated operator runs] in docs/operators.md).
 // Moving an operator to real hardware is one word in specs/operators.yaml:
 // kind emulate becomes kernel.
-#include "csrc/ops/Emulate.h"
-
 #include <ATen/ops/gather_meta_dispatch.h>
 #include <ATen/ops/ge_meta_dispatch.h>
 #include <ATen/ops/gelu_backward_meta_dispatch.h>
@@ -19,7 +17,7 @@
 #include <ATen/ops/lerp_meta_dispatch.h>
 #include <ATen/ops/log1p_meta_dispatch.h>
 #include <ATen/ops/log_meta_dispatch.h>
-#include <torch/library.h>
+#include "csrc/Backend.h"
 
 namespace accel {
 
@@ -87,7 +85,7 @@ at::Tensor shape_log1p(const at::Tensor& self) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("gather", emulate::viaOut("gather.out", TORCH_FN(shape_gather)));
   m.impl("gather.out", emulate::direct());
   m.impl("ge.Scalar", emulate::viaOut("ge.Scalar_out", TORCH_FN(shape_ge_Scalar)));

@@ -2,14 +2,12 @@
 // Regenerate with `accgen generate`; edits here are reported, not kept.
 //
 // The `emulate` operators of accel, part 3 of 6: their
-// CPU kernels run on the device memory (csrc/ops/Emulate.h). A functional
+// CPU kernels run on the device memory (accgen/runtime/Emulate.h). A functional
 // operator with a C++ meta function is computed through its out= overload
 // into results allocated with the meta shapes; every other form runs
 // directly (Note [How each emulated operator runs] in docs/operators.md).
 // Moving an operator to real hardware is one word in specs/operators.yaml:
 // kind emulate becomes kernel.
-#include "csrc/ops/Emulate.h"
-
 #include <ATen/ops/lt_meta_dispatch.h>
 #include <ATen/ops/max_meta_dispatch.h>
 #include <ATen/ops/maximum_meta_dispatch.h>
@@ -19,7 +17,7 @@
 #include <ATen/ops/mm_meta_dispatch.h>
 #include <ATen/ops/mse_loss_meta_dispatch.h>
 #include <ATen/ops/mul_meta_dispatch.h>
-#include <torch/library.h>
+#include "csrc/Backend.h"
 
 namespace accel {
 
@@ -77,7 +75,7 @@ at::Tensor shape_mul_Tensor(const at::Tensor& self, const at::Tensor& other) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("logical_and.out", emulate::direct());
   m.impl("logical_and_", emulate::direct());
   m.impl("logical_not", emulate::direct());

@@ -2,14 +2,12 @@
 // Regenerate with `accgen generate`; edits here are reported, not kept.
 //
 // The `emulate` operators of accel, part 4 of 6: their
-// CPU kernels run on the device memory (csrc/ops/Emulate.h). A functional
+// CPU kernels run on the device memory (accgen/runtime/Emulate.h). A functional
 // operator with a C++ meta function is computed through its out= overload
 // into results allocated with the meta shapes; every other form runs
 // directly (Note [How each emulated operator runs] in docs/operators.md).
 // Moving an operator to real hardware is one word in specs/operators.yaml:
 // kind emulate becomes kernel.
-#include "csrc/ops/Emulate.h"
-
 #include <ATen/ops/ne_meta_dispatch.h>
 #include <ATen/ops/neg_meta_dispatch.h>
 #include <ATen/ops/nll_loss_backward_meta_dispatch.h>
@@ -20,7 +18,7 @@
 #include <ATen/ops/remainder_meta_dispatch.h>
 #include <ATen/ops/round_meta_dispatch.h>
 #include <ATen/ops/rsqrt_meta_dispatch.h>
-#include <torch/library.h>
+#include "csrc/Backend.h"
 
 namespace accel {
 
@@ -88,7 +86,7 @@ at::Tensor shape_rsqrt(const at::Tensor& self) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mv", emulate::direct());
   m.impl("mv.out", emulate::direct());
   m.impl("ne.Scalar", emulate::viaOut("ne.Scalar_out", TORCH_FN(shape_ne_Scalar)));

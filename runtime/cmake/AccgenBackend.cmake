@@ -1,0 +1,176 @@
+# accgen_add_backend(): compiles accgen's backend runtime, together with a
+# backend's generated registrations and its user kernels, into the backend's
+# libraries, against the torch that backend builds with.
+#
+#   accgen_add_backend(accel
+#     PACKAGE torch_accel            # the Python package
+#     CONFIG_DIR csrc                # holds the generated accgen_config.h
+#     SOURCES ${generated_and_user_sources}
+#     [DRIVER <target>]              # implements accgen/driver.h;
+#                                    # default: accgen::emulator
+#     [PYTHON_MODULE]                # also build <package>._C
+#     [INSTALL_DIR <dir>]            # where the package's files go;
+#                                    # default: <package>
+#     [NO_INSTALL])                  # build only (tests)
+#
+# Targets:
+#   torch_<name>          the core shared library libtorch_<name>.so: runtime,
+#                         registrations, kernels and the driver; usable from
+#                         C++ with libtorch alone (alias accgen_backend::core)
+#   torch_<name>_python   <package>._C, the Python bindings (PYTHON_MODULE)
+# Installed below INSTALL_DIR: lib/libtorch_<name>.so, _C, the runtime's
+# Python device module as _device.py, and a CMake package for the core
+# (share/cmake/torch_<name>: find_package(torch_<name>) gives the imported
+# target torch_<name>::torch_<name>).
+#
+# Note [Runtime shipped as sources]
+# The runtime is the same for every backend, but it is compiled into each
+# backend rather than shipped as a prebuilt library: a backend builds
+# against the torch of its own environment, and torch has no stable C++
+# ABI between releases. So accgen installs the runtime's sources and this
+# function, as pybind11 and nanobind ship theirs, and a backend built
+# against another torch gets a runtime built for that torch.
+include_guard(GLOBAL)
+
+set(ACCGEN_RUNTIME_DIR "${CMAKE_CURRENT_LIST_DIR}/.." CACHE INTERNAL
+    "accgen's backend runtime sources")
+
+# accgen_find_torch(): imported targets accgen::torch (headers and the
+# libraries a CPU extension links) and accgen::torch_python, for the torch
+# of the Python that runs the build. Torch is located without importing it
+# (an import would autoload the installed backends), and used through these
+# targets rather than torch's CMake package, which insists on CUDA for CUDA
+# builds of torch.
+function(accgen_find_torch)
+  if(TARGET accgen::torch)
+    return()
+  endif()
+  find_package(Python3 REQUIRED COMPONENTS Interpreter Development.Module)
+  execute_process(
+    COMMAND "${Python3_EXECUTABLE}" -c
+      "import importlib.util; print(importlib.util.find_spec('torch').submodule_search_locations[0])"
+    OUTPUT_VARIABLE torch_dir
+    OUTPUT_STRIP_TRAILING_WHITESPACE
+    RESULT_VARIABLE torch_found
+    ERROR_QUIET)
+  if(NOT torch_found EQUAL 0)
+    message(FATAL_ERROR
+      "torch is not installed for ${Python3_EXECUTABLE}; install it first and "
+      "build with `pip install --no-build-isolation`.")
+  endif()
+  add_library(accgen::torch INTERFACE IMPORTED GLOBAL)
+  target_include_directories(accgen::torch SYSTEM INTERFACE
+    "${torch_dir}/include"
+    "${torch_dir}/include/torch/csrc/api/include")
+  foreach(lib c10 torch torch_cpu)
+    find_library(accgen_torch_${lib}_library ${lib}
+      PATHS "${torch_dir}/lib" NO_DEFAULT_PATH REQUIRED)
+    target_link_libraries(accgen::torch INTERFACE
+      "${accgen_torch_${lib}_library}")
+  endforeach()
+  find_library(accgen_torch_python_library torch_python
+    PATHS "${torch_dir}/lib" NO_DEFAULT_PATH REQUIRED)
+  add_library(accgen::torch_python INTERFACE IMPORTED GLOBAL)
+  target_link_libraries(accgen::torch_python INTERFACE
+    accgen::torch "${accgen_torch_python_library}")
+  set(ACCGEN_TORCH_DIR "${torch_dir}" CACHE INTERNAL "torch of the build")
+endfunction()
+
+# The runtime's C++ sources, compiled into every backend.
+set(ACCGEN_RUNTIME_SOURCES
+  Allocator.cpp Builtin.cpp DeviceGuard.cpp Driver.cpp Emulate.cpp
+  Fallback.cpp Generator.cpp Hooks.cpp HostAllocator.cpp Registration.cpp
+  Serialization.cpp Tuning.cpp)
+list(TRANSFORM ACCGEN_RUNTIME_SOURCES PREPEND "${ACCGEN_RUNTIME_DIR}/src/")
+
+function(accgen_add_backend name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "PYTHON_MODULE;NO_INSTALL"
+    "PACKAGE;CONFIG_DIR;DRIVER;INSTALL_DIR" "SOURCES")
+  if(NOT arg_PACKAGE OR NOT arg_CONFIG_DIR)
+    message(FATAL_ERROR "accgen_add_backend(${name}): PACKAGE and CONFIG_DIR are required")
+  endif()
+  if(NOT EXISTS "${arg_CONFIG_DIR}/accgen_config.h")
+    message(FATAL_ERROR
+      "accgen_add_backend(${name}): ${arg_CONFIG_DIR}/accgen_config.h does not "
+      "exist; run `accgen generate`")
+  endif()
+  if(NOT arg_DRIVER)
+    set(arg_DRIVER accgen::emulator)
+  endif()
+  if(NOT arg_INSTALL_DIR)
+    set(arg_INSTALL_DIR "${arg_PACKAGE}")
+  endif()
+  get_filename_component(config_dir "${arg_CONFIG_DIR}" ABSOLUTE)
+  accgen_find_torch()
+
+  set(core torch_${name})
+  add_library(${core} SHARED ${ACCGEN_RUNTIME_SOURCES} ${arg_SOURCES})
+  target_compile_features(${core} PUBLIC cxx_std_20)
+  target_include_directories(${core}
+    PUBLIC
+      "$<BUILD_INTERFACE:${ACCGEN_RUNTIME_DIR}/include>"
+      "$<BUILD_INTERFACE:${config_dir}>"
+    PRIVATE
+      "${CMAKE_CURRENT_SOURCE_DIR}")
+  target_link_libraries(${core} PUBLIC accgen::torch PRIVATE ${arg_DRIVER})
+  # The driver interface's header is part of the runtime's API.
+  get_target_property(driver_includes ${arg_DRIVER} INTERFACE_INCLUDE_DIRECTORIES)
+  target_include_directories(${core} PUBLIC "${driver_includes}")
+  # Torch's headers dominate every translation unit: one precompiled header.
+  target_precompile_headers(${core} PRIVATE
+    "${ACCGEN_RUNTIME_DIR}/include/accgen/runtime/Precompiled.h")
+  set_target_properties(${core} PROPERTIES
+    OUTPUT_NAME torch_${name}
+    # Installed in <package>/lib, torch in site-packages/torch/lib.
+    INSTALL_RPATH "$ORIGIN/../../torch/lib")
+  add_library(accgen_backend::core ALIAS ${core})
+
+  if(NOT arg_NO_INSTALL)
+    install(TARGETS ${core} LIBRARY DESTINATION "${arg_INSTALL_DIR}/lib")
+    _accgen_install_core_package(${name} "${arg_INSTALL_DIR}" "${config_dir}"
+                                 "${driver_includes}")
+  endif()
+
+  if(arg_PYTHON_MODULE)
+    find_package(Python3 REQUIRED COMPONENTS Interpreter Development.Module)
+    set(module torch_${name}_python)
+    Python3_add_library(${module} MODULE WITH_SOABI
+      "${ACCGEN_RUNTIME_DIR}/python/Module.cpp")
+    target_link_libraries(${module} PRIVATE ${core} accgen::torch_python)
+    target_precompile_headers(${module} REUSE_FROM ${core})
+    set_target_properties(${module} PROPERTIES
+      OUTPUT_NAME _C
+      CXX_VISIBILITY_PRESET hidden
+      VISIBILITY_INLINES_HIDDEN ON
+      INSTALL_RPATH "$ORIGIN/lib;$ORIGIN/../torch/lib")
+    if(NOT arg_NO_INSTALL)
+      install(TARGETS ${module} LIBRARY DESTINATION "${arg_INSTALL_DIR}")
+      install(FILES "${ACCGEN_RUNTIME_DIR}/python/accgen_device.py"
+              DESTINATION "${arg_INSTALL_DIR}" RENAME _device.py)
+    endif()
+  endif()
+endfunction()
+
+# The CMake package of a backend's core library, installed with it: the
+# imported target torch_<name>::torch_<name>, its headers (the runtime's,
+# the driver interface's and accgen_config.h) and torch's, found beside the
+# package in site-packages.
+function(_accgen_install_core_package name install_dir config_dir driver_includes)
+  set(core torch_${name})
+  install(DIRECTORY "${ACCGEN_RUNTIME_DIR}/include/"
+          DESTINATION "${install_dir}/include")
+  install(FILES "${config_dir}/accgen_config.h"
+          DESTINATION "${install_dir}/include")
+  foreach(dir IN LISTS driver_includes)
+    string(REGEX REPLACE "^\\$<BUILD_INTERFACE:(.*)>$" "\\1" dir "${dir}")
+    if(EXISTS "${dir}/accgen/driver.h")
+      install(FILES "${dir}/accgen/driver.h"
+              DESTINATION "${install_dir}/include/accgen")
+    endif()
+  endforeach()
+  set(ACCGEN_BACKEND_NAME ${name})
+  configure_file("${ACCGEN_RUNTIME_DIR}/cmake/BackendConfig.cmake.in"
+                 "${CMAKE_CURRENT_BINARY_DIR}/${core}Config.cmake" @ONLY)
+  install(FILES "${CMAKE_CURRENT_BINARY_DIR}/${core}Config.cmake"
+          DESTINATION "${install_dir}/share/cmake/${core}")
+endfunction()

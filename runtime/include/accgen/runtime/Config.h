@@ -1,0 +1,45 @@
+// The backend's configuration as the runtime sees it.
+//
+// Every backend carries a generated accgen_config.h (csrc/accgen_config.h in
+// its tree, written by `accgen generate` from specs/backend.yaml) on the
+// include path of the runtime sources; this header turns its macros into
+// typed constants. The runtime is compiled once per backend
+// (accgen_add_backend), so these are compile-time constants of that build.
+#pragma once
+
+#include <cstdint>
+
+#include <accgen_config.h>
+
+#if !defined(ACCGEN_DEVICE_NAME) || !defined(ACCGEN_PACKAGE_NAME) ||   \
+    !defined(ACCGEN_ENV_PREFIX) || !defined(ACCGEN_DEVICE_COUNT) ||    \
+    !defined(ACCGEN_MEMORY_BYTES) || !defined(ACCGEN_PINNED_MEMORY) || \
+    !defined(ACCGEN_AUTOCAST)
+#error "accgen_config.h must define every ACCGEN_* setting; regenerate it"
+#endif
+
+namespace accgen::runtime {
+
+/// The device type's name: torch.device("<name>"), torch.<name>.
+inline constexpr const char* kDeviceName = ACCGEN_DEVICE_NAME;
+
+/// The Python package of the backend ("torch_<name>" by default).
+inline constexpr const char* kPackageName = ACCGEN_PACKAGE_NAME;
+
+/// Prefix of the backend's environment variables ("ACCEL" for
+/// ACCEL_WARN_FALLBACK).
+inline constexpr const char* kEnvPrefix = ACCGEN_ENV_PREFIX;
+
+/// Defaults from the backend spec, handed to the driver by accInit; the
+/// emulator lets ACCGEN_EMU_DEVICE_COUNT / ACCGEN_EMU_MEMORY_BYTES override
+/// them.
+inline constexpr int kDefaultDeviceCount = ACCGEN_DEVICE_COUNT;
+inline constexpr std::uint64_t kDefaultMemoryBytes = ACCGEN_MEMORY_BYTES;
+
+/// features.pinned_memory: a pinned host allocator is registered.
+inline constexpr bool kPinnedMemory = ACCGEN_PINNED_MEMORY != 0;
+
+/// features.autocast: torch.autocast("<name>") is offered.
+inline constexpr bool kAutocast = ACCGEN_AUTOCAST != 0;
+
+}  // namespace accgen::runtime

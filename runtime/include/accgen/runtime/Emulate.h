@@ -1,0 +1,144 @@
+// Emulated execution of operators on the device (Note [Emulated execution]
+// in docs/operators.md), and the fallbacks of operators a backend does not
+// list.
+//
+// The emulated device's memory is host memory behind a guard, so an
+// operator's CPU kernel can run straight on it: every device tensor argument
+// is viewed as a CPU tensor over the same bytes, the CPU kernel runs as a
+// device kernel on the current stream (with access to exactly those
+// allocations), and the results are mapped back: in-place and out= results
+// are the device tensors themselves, views stay views of the device storage,
+// and new results are either computed into device memory through the
+// operator's out= overload or, when it has none, copied once. The
+// registration files only say which of the two ways each operator takes;
+// kernel starters in user-owned files call the same machinery through
+// emulate::call.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/boxing/KernelFunction.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+#include <c10/util/ArrayRef.h>
+#include <c10/util/FunctionRef.h>
+#include <torch/library.h>
+
+#include "accgen/runtime/CpuGenerator.h"
+
+namespace accgen::runtime::emulate {
+
+/// A CPU tensor over the same bytes as `device_tensor` (same sizes, strides
+/// and storage offset; it owns nothing). Only a kernel running with access
+/// to the tensor's allocation may read or write through it.
+at::Tensor hostAlias(const at::Tensor& device_tensor);
+
+/// A meta tensor with the dtype and geometry (sizes, strides, storage offset
+/// and storage size) of `t`, made without a dispatcher call: the input of a
+/// Meta kernel that computes a result's shape.
+at::Tensor metaTensor(const at::Tensor& t);
+
+/// Runs `fn` as a kernel on the current stream of `device`, with access to
+/// the allocations that hold `buffers`, and waits for it. An exception
+/// thrown by `fn` is rethrown here unchanged; warnings it raised are raised
+/// again on the calling thread.
+void runOnDevice(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
+                 c10::function_ref<void()> fn);
+
+/// The kernel for an operator that writes its arguments or returns views of
+/// them (in-place, out=, view operators), or that has no out= overload with
+/// a C++ shape function: its CPU kernel runs on the device memory; new
+/// results, if any, are copied to the device once.
+torch::CppFunction direct();
+
+/// The kernel for a functional operator computed through its out= overload
+/// `out_op` ("add.out"): the shapes of its results come from `shape`, a
+/// kernel with the operator's signature that returns meta tensors (a call of
+/// at::meta::add), or, without one, from the operator's Meta kernel; the
+/// results are allocated on the device and the out= overload's CPU kernel
+/// writes them in place.
+torch::CppFunction viaOut(const char* out_op,
+                          std::optional<c10::KernelFunction> shape);
+
+/// viaOut with a typed shape function: viaOut("add.out", TORCH_FN(fn)).
+template <class FuncPtr>
+  requires c10::is_compile_time_function_pointer<FuncPtr>::value
+torch::CppFunction viaOut(const char* out_op, FuncPtr shape) {
+  return viaOut(out_op, c10::KernelFunction::makeFromUnboxedFunction(shape));
+}
+
+/// Boxed emulation of `op` on `stack`; `out_op`, when not null, is the out=
+/// overload that computes a functional operator's results in place.
+void runBoxed(const c10::OperatorHandle& op, const c10::OperatorHandle* out_op,
+              torch::jit::Stack* stack);
+
+/// The CPU generators a CPU kernel draws from in place of the device
+/// generators among its arguments (Note [Device generators on CPU kernels]
+/// in accgen/runtime/CpuGenerator.h); the states go back when it is destroyed.
+class HostGenerators {
+ public:
+  /// Replaces each `Generator?` argument of `schema` on top of `stack` by a
+  /// CPU stand-in; None stands for the default generator of `device`.
+  void borrow(const c10::FunctionSchema& schema, torch::jit::Stack& stack,
+              c10::DeviceIndex device);
+
+ private:
+  std::vector<std::unique_ptr<CpuGeneratorScope>> scopes_;
+};
+
+namespace detail {
+template <class Op>
+const c10::OperatorHandle& handleOf() {
+  static const c10::OperatorHandle handle =
+      c10::Dispatcher::singleton().findSchemaOrThrow(Op::name,
+                                                     Op::overload_name);
+  return handle;
+}
+
+template <class Op, class OutOp>
+void boxedCall(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  if constexpr (std::is_void_v<OutOp>) {
+    runBoxed(op, nullptr, stack);
+  } else {
+    runBoxed(op, &handleOf<OutOp>(), stack);
+  }
+}
+}  // namespace detail
+
+/// Calls the emulated implementation of `Op` (an at::_ops:: struct) with
+/// unboxed arguments, e.g. from a user kernel that is not written yet:
+/// `return emulate::call<at::_ops::add_out>(self, other, alpha, out);`.
+/// `OutOp` names the out= overload that computes a functional operator's
+/// results in place (its shapes then come from the Meta kernel); leave it
+/// void to run the operator itself.
+template <class Op, class OutOp = void, class... Args>
+decltype(auto) call(Args&&... args) {
+  using Schema = typename Op::schema;
+  static const auto typed = detail::handleOf<Op>().template typed<Schema>();
+  return c10::impl::BoxedKernelWrapper<Schema>::call(
+      c10::BoxedKernel::makeFromFunction<&detail::boxedCall<Op, OutOp>>(),
+      typed, c10::DispatchKeySet(), std::forward<Args>(args)...);
+}
+
+}  // namespace accgen::runtime::emulate
+
+namespace accgen::runtime {
+
+/// The CPU fallback (`fallback: cpu`, and operators of kind `fallback`):
+/// at::native::cpu_fallback copies the arguments to the host, runs the CPU
+/// kernel and copies the results back; random operators draw from the
+/// device's generators. With <PREFIX>_WARN_FALLBACK=1 in the environment it
+/// warns once per operator.
+void cpuFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
+/// The fallback of `fallback: error`: raises NotImplementedError naming the
+/// operator and what to add to specs/operators.yaml.
+void notImplementedFallback(const c10::OperatorHandle& op,
+                            torch::jit::Stack* stack);
+
+}  // namespace accgen::runtime

@@ -1,0 +1,122 @@
+// The device runtime as the rest of the backend sees it: devices, streams,
+// the device and pinned-host allocators and the default generators. The
+// c10 interfaces (DeviceGuardImplInterface, DeviceAllocator, HostAllocator,
+// PrivateUse1HooksInterface) are implemented in the .cpp files beside this
+// header and registered with PyTorch when the backend's library is loaded
+// (Registration.h); kernels and bindings use these functions instead of the
+// driver's raw handles.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <accgen/driver.h>
+
+#include "accgen/runtime/Config.h"
+
+#include <c10/core/Device.h>
+#include <c10/core/Stream.h>
+
+namespace c10 {
+class DataPtr;
+struct Allocator;
+struct DeviceAllocator;
+struct StorageImpl;
+}  // namespace c10
+
+namespace at {
+struct Generator;
+struct HostAllocator;
+}  // namespace at
+
+namespace accgen::runtime {
+
+/// The dispatch key and device type the backend registers under.
+constexpr c10::DeviceType kDeviceType = c10::DeviceType::PrivateUse1;
+
+// ----------------------------------------------------------------- devices
+
+/// Hands the spec defaults to the driver, once, before its first use.
+/// Never throws; a driver that was already in use keeps its settings.
+void initDriver() noexcept;
+
+/// Number of devices; 0 when the driver fails. Never throws.
+c10::DeviceIndex deviceCount() noexcept;
+
+/// The calling thread's current device.
+c10::DeviceIndex currentDevice();
+
+/// Makes `device` current for the calling thread; an index outside
+/// [0, deviceCount()) is a c10::Error naming the valid range.
+void setDevice(c10::DeviceIndex device);
+
+/// setDevice() returning the previous current device.
+c10::DeviceIndex exchangeDevice(c10::DeviceIndex device);
+
+/// Throws a c10::Error unless 0 <= device < deviceCount().
+void checkDeviceIndex(c10::DeviceIndex device);
+
+/// `device`, or the current device when it is negative.
+c10::DeviceIndex resolveDevice(c10::DeviceIndex device);
+
+// ----------------------------------------------------------------- streams
+
+/// The driver handle behind a c10::Stream of this backend.
+accStream_t nativeStream(const c10::Stream& stream);
+
+/// The calling thread's current stream on `device` (-1: current device).
+c10::Stream getCurrentStream(c10::DeviceIndex device = -1);
+
+/// The driver's default stream of `device` (-1: current device).
+c10::Stream getDefaultStream(c10::DeviceIndex device = -1);
+
+/// A stream from the device's pools, round-robin; priority < 0 picks the
+/// high-priority pool (lower numbers are higher priorities, as in CUDA).
+c10::Stream getStreamFromPool(c10::DeviceIndex device, int priority = 0);
+
+/// Makes `stream` current on its device for the calling thread; returns the
+/// stream that was current there.
+c10::Stream exchangeCurrentStream(const c10::Stream& stream);
+
+/// The driver's priority range: {least, greatest}; greatest <= least.
+std::pair<int, int> streamPriorityRange();
+
+/// nativeStream(getCurrentStream(device)).
+accStream_t currentNativeStream(c10::DeviceIndex device = -1);
+
+// -------------------------------------------------------------- allocators
+
+/// The caching device allocator registered for the device type.
+c10::DeviceAllocator* getDeviceAllocator();
+
+/// getDeviceAllocator() as the plain c10::Allocator that tensor factories
+/// take (no need for the heavier CachingDeviceAllocator.h).
+c10::Allocator* getTensorAllocator();
+
+/// Marks memory of `data_ptr` as used by work on `stream` as well, so the
+/// allocator does not reuse it before that work completed.
+void recordStream(const c10::DataPtr& data_ptr, const c10::Stream& stream);
+
+/// Grows or shrinks a device storage to `size_bytes`, keeping the common
+/// prefix of its bytes (tensor.resize_, UntypedStorage.resize_).
+void resizeStorageBytes(c10::StorageImpl* storage, std::size_t size_bytes);
+
+/// The pinned host allocator (registered for the device type when the
+/// backend has pinned memory, kPinnedMemory).
+at::HostAllocator* getHostAllocator();
+
+/// getHostAllocator() as a plain c10::Allocator (for the hooks).
+c10::Allocator* getPinnedMemoryAllocator();
+
+/// Whether `ptr` lies in pinned host memory from the driver.
+bool isPinnedPtr(const void* ptr);
+
+// -------------------------------------------------------------- generators
+
+/// The default random generator of `device` (-1: current device).
+const at::Generator& getDefaultGenerator(c10::DeviceIndex device = -1);
+
+/// A new generator for `device` (-1: current device).
+at::Generator makeGenerator(c10::DeviceIndex device = -1);
+
+}  // namespace accgen::runtime

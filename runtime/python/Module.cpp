@@ -1,0 +1,214 @@
+// <package>._C: the Python bindings of the device runtime. The device module
+// (accgen_device.py, shipped in the package) builds torch.<device> on top of
+// these;
+// streams and events reach Python as torch.Stream / torch.Event through
+// the device guard, so this module only hands out stream ids.
+#include <pthread.h>
+
+#include <atomic>
+#include <string>
+
+#include <ATen/Context.h>
+#include <ATen/core/CachingHostAllocator.h>
+#include <c10/core/CachingDeviceAllocator.h>
+#include <c10/core/DeviceGuard.h>
+#include <pybind11/pybind11.h>
+#include <torch/csrc/Generator.h>
+
+#include "accgen/runtime/Driver.h"
+#include "accgen/runtime/Registration.h"
+#include "accgen/runtime/Runtime.h"
+#include "accgen/runtime/Tuning.h"
+
+namespace py = pybind11;
+
+namespace accgen::runtime {
+namespace {
+
+std::atomic<bool> g_initialized{false};
+std::atomic<bool> g_in_bad_fork{false};
+
+// The driver's worker threads do not survive fork(): a child of a process
+// that used the device must not use it again.
+void markChildAfterFork() {
+  if (g_initialized.load()) {
+    g_in_bad_fork.store(true);
+  }
+}
+
+void lazyInit() {
+  TORCH_CHECK(
+      !g_in_bad_fork.load(),
+      "Cannot re-initialize ", kDeviceName, " in a forked subprocess. Use the 'spawn' "
+      "start method with multiprocessing.");
+  at::globalContext().lazyInitDevice(kDeviceType);
+  g_initialized.store(true);
+}
+
+py::tuple packStream(const c10::Stream& stream) {
+  return py::make_tuple(stream.id(),
+                        static_cast<int64_t>(stream.device_index()),
+                        static_cast<int64_t>(stream.device_type()));
+}
+
+py::dict statToDict(const c10::CachingAllocator::Stat& stat) {
+  py::dict result;
+  result["current"] = stat.current;
+  result["peak"] = stat.peak;
+  result["allocated"] = stat.allocated;
+  result["freed"] = stat.freed;
+  return result;
+}
+
+py::dict statArrayToDict(const c10::CachingAllocator::StatArray& stats) {
+  static const char* const kNames[] = {"all", "small_pool", "large_pool"};
+  py::dict result;
+  for (std::size_t i = 0; i < stats.size(); ++i) {
+    result[kNames[i]] = statToDict(stats[i]);
+  }
+  return result;
+}
+
+py::dict memoryStats(c10::DeviceIndex device) {
+  const c10::CachingDeviceAllocator::DeviceStats stats =
+      getDeviceAllocator()->getDeviceStats(resolveDevice(device));
+  py::dict result;
+  result["allocation"] = statArrayToDict(stats.allocation);
+  result["segment"] = statArrayToDict(stats.segment);
+  result["active"] = statArrayToDict(stats.active);
+  result["inactive_split"] = statArrayToDict(stats.inactive_split);
+  result["allocated_bytes"] = statArrayToDict(stats.allocated_bytes);
+  result["reserved_bytes"] = statArrayToDict(stats.reserved_bytes);
+  result["active_bytes"] = statArrayToDict(stats.active_bytes);
+  result["inactive_split_bytes"] = statArrayToDict(stats.inactive_split_bytes);
+  result["requested_bytes"] = statArrayToDict(stats.requested_bytes);
+  result["num_alloc_retries"] = stats.num_alloc_retries;
+  result["num_ooms"] = stats.num_ooms;
+  result["num_device_alloc"] = stats.num_device_alloc;
+  result["num_device_free"] = stats.num_device_free;
+  return result;
+}
+
+py::dict hostMemoryStats() {
+  const at::HostStats stats = getHostAllocator()->get_stats();
+  py::dict result;
+  result["allocations"] = statToDict(stats.allocations);
+  result["allocated_bytes"] = statToDict(stats.allocated_bytes);
+  result["active_requests"] = statToDict(stats.active_requests);
+  result["active_bytes"] = statToDict(stats.active_bytes);
+  result["num_host_alloc"] = stats.num_host_alloc;
+  result["num_host_free"] = stats.num_host_free;
+  return result;
+}
+
+py::dict devicePropertiesDict(c10::DeviceIndex device) {
+  const accDeviceProp prop = deviceProperties(device);
+  py::dict result;
+  result["name"] = std::string(prop.name);
+  result["total_memory"] = prop.totalGlobalMem;
+  result["multi_processor_count"] = prop.multiProcessorCount;
+  result["major"] = prop.major;
+  result["minor"] = prop.minor;
+  return result;
+}
+
+}  // namespace
+}  // namespace accgen::runtime
+
+PYBIND11_MODULE(_C, m) {
+  using namespace accgen::runtime;
+  m.doc() = "Bindings of the " ACCGEN_DEVICE_NAME " device runtime";
+  initDriver();
+  pthread_atfork(nullptr, nullptr, &markChildAfterFork);
+
+  // The backend's settings (accgen_config.h) and whether it holds the
+  // device type (Note [One PrivateUse1 backend per process]).
+  py::dict config;
+  config["device"] = kDeviceName;
+  config["package"] = kPackageName;
+  config["env_prefix"] = kEnvPrefix;
+  config["pinned_memory"] = kPinnedMemory;
+  config["autocast"] = kAutocast;
+  m.attr("_config") = config;
+  m.def("_owns_device", &ownsDevice);
+  m.def("_device_taken_by", &deviceTakenBy);
+
+  const auto no_gil = py::call_guard<py::gil_scoped_release>();
+
+  m.def("_init", &lazyInit, no_gil);
+  m.def("_is_in_bad_fork", [] { return g_in_bad_fork.load(); });
+  m.def("_get_device_count", [] { return static_cast<int>(deviceCount()); });
+  m.def("_get_device", [] { return static_cast<int>(currentDevice()); });
+  m.def("_set_device", [](int device) {
+    if (device >= 0) {
+      setDevice(static_cast<c10::DeviceIndex>(device));
+    }
+  });
+  m.def("_exchange_device", [](int device) {
+    if (device < 0) {
+      return -1;
+    }
+    return static_cast<int>(
+        exchangeDevice(static_cast<c10::DeviceIndex>(device)));
+  });
+  m.def(
+      "_synchronize",
+      [](int device) {
+        const c10::DeviceGuard guard(
+            c10::Device(kDeviceType, resolveDevice(device)));
+        ACCGEN_CHECK(accDeviceSynchronize());
+      },
+      no_gil);
+  m.def("_get_device_properties", &devicePropertiesDict);
+
+  m.def("_get_current_stream", [](int device) {
+    return packStream(getCurrentStream(static_cast<c10::DeviceIndex>(device)));
+  });
+  m.def("_get_default_stream", [](int device) {
+    return packStream(
+        accgen::runtime::getDefaultStream(static_cast<c10::DeviceIndex>(device)));
+  });
+  m.def("_set_stream",
+        [](int64_t stream_id, int64_t device_index, int64_t device_type) {
+          const c10::Stream stream = c10::Stream::unpack3(
+              stream_id, static_cast<c10::DeviceIndex>(device_index),
+              static_cast<c10::DeviceType>(device_type));
+          (void)exchangeCurrentStream(stream);
+        });
+  m.def("_stream_priority_range", [] {
+    const auto [least, greatest] = streamPriorityRange();
+    return py::make_tuple(least, greatest);
+  });
+
+  m.def("_get_default_generator", [](int device) {
+    const at::Generator& generator =
+        accgen::runtime::getDefaultGenerator(static_cast<c10::DeviceIndex>(device));
+    return py::reinterpret_steal<py::object>(
+        THPGenerator_initDefaultGenerator(generator));
+  });
+
+  m.def("_memory_stats", [](int device) {
+    return memoryStats(static_cast<c10::DeviceIndex>(device));
+  });
+  m.def("_reset_peak_memory_stats", [](int device) {
+    getDeviceAllocator()->resetPeakStats(
+        resolveDevice(static_cast<c10::DeviceIndex>(device)));
+  });
+  m.def("_reset_accumulated_memory_stats", [](int device) {
+    getDeviceAllocator()->resetAccumulatedStats(
+        resolveDevice(static_cast<c10::DeviceIndex>(device)));
+  });
+  m.def(
+      "_empty_cache", [] { getDeviceAllocator()->emptyCache(); }, no_gil);
+  m.def("_mem_get_info", [](int device) {
+    const auto [free_bytes, total_bytes] = getDeviceAllocator()->getMemoryInfo(
+        static_cast<c10::DeviceIndex>(device));
+    return py::make_tuple(free_bytes, total_bytes);
+  });
+  if (kPinnedMemory) {
+    m.def("_host_memory_stats", &hostMemoryStats);
+    m.def(
+        "_empty_host_cache", [] { getHostAllocator()->empty_cache(); },
+        no_gil);
+  }
+}

@@ -1,0 +1,497 @@
+// The caching device allocator of the device, registered for PrivateUse1 as a
+// c10::DeviceAllocator so that torch.accelerator.memory_* and torch.<device>'s
+// memory functions report on it.
+//
+// Note [Device caching allocator]
+// Driver allocations are slow and synchronise the device, so freed blocks
+// are kept per device, ordered by (allocation stream, size), and handed out
+// again to requests on the same stream that fit within twice their rounded
+// size. Reuse on the allocation stream needs no synchronisation: work on a
+// stream runs in order. A block that was also used on other streams
+// (recordStream) only returns to the cache once events recorded on those
+// streams at free time have completed, as in CUDA's allocator. When the
+// driver runs out of memory, the device's cached blocks are released and
+// the allocation retried once before torch.OutOfMemoryError is raised.
+// empty_cache() returns every cached block to the driver.
+//
+// Statistics follow c10::CachingDeviceAllocator::DeviceStats: "allocated"
+// counts blocks in use by tensors, "reserved" everything obtained from the
+// driver (in use or cached); "small_pool" holds blocks up to 1 MiB. Note
+// [Runtime tuning] says how a vendor changes these sizes.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <c10/core/CachingDeviceAllocator.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/StorageImpl.h>
+#include <c10/util/Exception.h>
+#include <c10/util/StringUtil.h>
+
+#include "accgen/runtime/Driver.h"
+#include "accgen/runtime/Runtime.h"
+#include "accgen/runtime/Tuning.h"
+
+namespace accgen::runtime {
+namespace {
+
+using c10::CachingAllocator::Stat;
+using c10::CachingAllocator::StatArray;
+using c10::CachingAllocator::StatType;
+using c10::CachingDeviceAllocator::DeviceStats;
+
+std::size_t roundUp(std::size_t bytes) {
+  const std::size_t round = tuning().device_allocator.round_bytes;
+  return (bytes + round - 1) / round * round;
+}
+
+std::string formatBytes(std::size_t bytes) {
+  constexpr const char* kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 4) {
+    value /= 1024.0;
+    ++unit;
+  }
+  if (unit == 0) {
+    return c10::str(bytes, " bytes");
+  }
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f %s", value, kUnits[unit]);
+  return text;
+}
+
+struct Block {
+  void* ptr = nullptr;
+  std::size_t size = 0;       // bytes obtained from the driver
+  std::size_t requested = 0;  // bytes asked for by the current user
+  c10::DeviceIndex device = 0;
+  c10::StreamId stream = 0;  // the allocation stream
+  bool allocated = false;
+  std::vector<c10::Stream> stream_uses;  // other streams, see recordStream
+};
+
+// Free blocks of one device, ordered for best fit within a stream.
+using FreeKey = std::tuple<c10::StreamId, std::size_t, void*>;
+
+struct PendingFree {
+  Block* block;
+  std::vector<accEvent_t> events;
+};
+
+struct DeviceState {
+  std::set<FreeKey> free_blocks;
+  std::vector<PendingFree> pending;
+  DeviceStats stats;
+};
+
+void updateStat(StatArray& stat, std::size_t block_size, std::size_t amount,
+                bool increase) {
+  const auto pool = block_size <= tuning().device_allocator.small_block_bytes
+                        ? StatType::SMALL_POOL
+                                                   : StatType::LARGE_POOL;
+  for (const auto type : {StatType::AGGREGATE, pool}) {
+    Stat& s = stat[static_cast<std::size_t>(type)];
+    if (increase) {
+      s.increase(amount);
+    } else {
+      s.decrease(amount);
+    }
+  }
+}
+
+void deleteBlock(void* ptr);
+
+class CachingAllocator final : public c10::DeviceAllocator {
+ public:
+  c10::DataPtr allocate(std::size_t nbytes) override {
+    const c10::DeviceIndex device = currentDevice();
+    const c10::Device torch_device(kDeviceType, device);
+    if (nbytes == 0) {
+      return {nullptr, nullptr, &deleteBlock, torch_device};
+    }
+    const std::size_t size = roundUp(nbytes);
+    const c10::StreamId stream = getCurrentStream(device).id();
+    Block* block = takeCachedBlock(device, stream, size, nbytes);
+    if (block == nullptr) {
+      block = allocateFromDriver(device, stream, size, nbytes);
+    }
+    return {block->ptr, block->ptr, &deleteBlock, torch_device};
+  }
+
+  c10::DeleterFnPtr raw_deleter() const override { return &deleteBlock; }
+
+  void copy_data(void* dest, const void* src,
+                 std::size_t count) const override {
+    if (count == 0) {
+      return;
+    }
+    // On the current stream, so the copy is ordered after pending kernels.
+    accStream_t stream = currentNativeStream();
+    ACCGEN_CHECK(
+        accMemcpyAsync(dest, src, count, accMemcpyDeviceToDevice, stream));
+    ACCGEN_CHECK(accStreamSynchronize(stream));
+  }
+
+  bool initialized() override { return true; }
+
+  void emptyCache(c10::MempoolId_t /*mempool_id*/) override {
+    const c10::DeviceIndex count = deviceCount();
+    for (c10::DeviceIndex device = 0; device < count; ++device) {
+      releaseCachedBlocks(device);
+    }
+  }
+
+  void recordStream(const c10::DataPtr& data_ptr, c10::Stream stream) override {
+    void* ptr = data_ptr.get_context();
+    if (ptr == nullptr || data_ptr.get_deleter() != &deleteBlock) {
+      return;
+    }
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = blocks_.find(ptr);
+    TORCH_CHECK(it != blocks_.end(),
+                "recordStream: pointer not from the ", kDeviceName, " allocator");
+    Block& block = *it->second;
+    if (stream.device_index() == block.device && stream.id() == block.stream) {
+      return;
+    }
+    if (std::find(block.stream_uses.begin(), block.stream_uses.end(), stream) ==
+        block.stream_uses.end()) {
+      block.stream_uses.push_back(stream);
+    }
+  }
+
+  DeviceStats getDeviceStats(c10::DeviceIndex device) override {
+    checkDeviceIndex(device);
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return state(device).stats;
+  }
+
+  void resetAccumulatedStats(c10::DeviceIndex device) override {
+    checkDeviceIndex(device);
+    const std::lock_guard<std::mutex> lock(mutex_);
+    DeviceStats& stats = state(device).stats;
+    for (StatArray* array :
+         {&stats.allocation, &stats.segment, &stats.active,
+          &stats.inactive_split, &stats.allocated_bytes, &stats.reserved_bytes,
+          &stats.active_bytes, &stats.inactive_split_bytes,
+          &stats.requested_bytes}) {
+      for (Stat& stat : *array) {
+        stat.reset_accumulated();
+      }
+    }
+    stats.num_alloc_retries = 0;
+    stats.num_ooms = 0;
+    stats.num_device_alloc = 0;
+    stats.num_device_free = 0;
+  }
+
+  void resetPeakStats(c10::DeviceIndex device) override {
+    checkDeviceIndex(device);
+    const std::lock_guard<std::mutex> lock(mutex_);
+    DeviceStats& stats = state(device).stats;
+    for (StatArray* array :
+         {&stats.allocation, &stats.segment, &stats.active,
+          &stats.inactive_split, &stats.allocated_bytes, &stats.reserved_bytes,
+          &stats.active_bytes, &stats.inactive_split_bytes,
+          &stats.requested_bytes}) {
+      for (Stat& stat : *array) {
+        stat.reset_peak();
+      }
+    }
+  }
+
+  std::pair<std::size_t, std::size_t> getMemoryInfo(
+      c10::DeviceIndex device) override {
+    const c10::DeviceGuard guard(
+        c10::Device(kDeviceType, resolveDevice(device)));
+    std::size_t free_bytes = 0;
+    std::size_t total_bytes = 0;
+    ACCGEN_CHECK(accMemGetInfo(&free_bytes, &total_bytes));
+    return {free_bytes, total_bytes};
+  }
+
+  // Without caching (RuntimeTuning::DeviceAllocator::caching), a freed
+  // block goes back to the driver at once.
+  void free(void* ptr) {
+    const c10::DeviceIndex device = freeBlock(ptr);
+    if (!tuning().device_allocator.caching) {
+      try {
+        releaseCachedBlocks(device);
+      } catch (const c10::Error&) {
+        // Deleters must not throw: the block stays cached until the next
+        // empty_cache() or out-of-memory retry.
+      }
+    }
+  }
+
+ private:
+  // Returns the block to the cache (or to the pending list while other
+  // streams may use it); the device it was on.
+  c10::DeviceIndex freeBlock(void* ptr) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const auto it = blocks_.find(ptr);
+    TORCH_INTERNAL_ASSERT(it != blocks_.end(),
+                          kDeviceName, ": freeing an unknown pointer");
+    Block* block = it->second.get();
+    if (block->stream_uses.empty()) {
+      markFree(*block);
+      return block->device;
+    }
+    std::vector<c10::Stream> uses = std::move(block->stream_uses);
+    block->stream_uses.clear();
+    lock.unlock();
+    std::vector<accEvent_t> events;
+    try {
+      for (const c10::Stream& use : uses) {
+        const c10::DeviceGuard guard(use.device());
+        accEvent_t event = nullptr;
+        ACCGEN_CHECK(accEventCreateWithFlags(&event, accEventDisableTiming));
+        events.push_back(event);
+        ACCGEN_CHECK(accEventRecord(event, nativeStream(use)));
+      }
+    } catch (const c10::Error&) {
+      // Deleters must not throw: fall back to waiting for the streams now.
+      for (accEvent_t event : events) {
+        (void)accEventDestroy(event);
+      }
+      events.clear();
+      for (const c10::Stream& use : uses) {
+        try {
+          (void)accStreamSynchronize(nativeStream(use));
+        } catch (const c10::Error&) {
+        }
+      }
+    }
+    lock.lock();
+    if (events.empty()) {
+      markFree(*block);
+    } else {
+      state(block->device).pending.push_back({block, std::move(events)});
+    }
+    return block->device;
+  }
+
+  DeviceState& state(c10::DeviceIndex device) {
+    if (devices_.empty()) {
+      devices_.resize(std::max<c10::DeviceIndex>(deviceCount(), 1));
+    }
+    return devices_[device];
+  }
+
+  // Requires mutex_. Moves blocks whose cross-stream uses completed into the
+  // cache; with `wait`, waits for them first.
+  void processPending(c10::DeviceIndex device, bool wait) {
+    auto& pending = state(device).pending;
+    for (auto it = pending.begin(); it != pending.end();) {
+      bool done = true;
+      for (accEvent_t event : it->events) {
+        const accError_t error =
+            wait ? accEventSynchronize(event) : accEventQuery(event);
+        if (error == accErrorNotReady) {
+          done = false;
+          break;
+        }
+      }
+      if (!done) {
+        ++it;
+        continue;
+      }
+      for (accEvent_t event : it->events) {
+        (void)accEventDestroy(event);
+      }
+      markFree(*it->block);
+      it = pending.erase(it);
+    }
+  }
+
+  // Requires mutex_.
+  void markFree(Block& block) {
+    DeviceStats& stats = state(block.device).stats;
+    updateStat(stats.allocation, block.size, 1, false);
+    updateStat(stats.active, block.size, 1, false);
+    updateStat(stats.allocated_bytes, block.size, block.size, false);
+    updateStat(stats.active_bytes, block.size, block.size, false);
+    updateStat(stats.requested_bytes, block.size, block.requested, false);
+    block.allocated = false;
+    block.requested = 0;
+    state(block.device)
+        .free_blocks.emplace(block.stream, block.size, block.ptr);
+  }
+
+  // Requires mutex_.
+  void markAllocated(Block& block, std::size_t requested) {
+    DeviceStats& stats = state(block.device).stats;
+    block.allocated = true;
+    block.requested = requested;
+    updateStat(stats.allocation, block.size, 1, true);
+    updateStat(stats.active, block.size, 1, true);
+    updateStat(stats.allocated_bytes, block.size, block.size, true);
+    updateStat(stats.active_bytes, block.size, block.size, true);
+    updateStat(stats.requested_bytes, block.size, requested, true);
+  }
+
+  Block* takeCachedBlock(c10::DeviceIndex device, c10::StreamId stream,
+                         std::size_t size, std::size_t requested) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    processPending(device, /*wait=*/false);
+    auto& free_blocks = state(device).free_blocks;
+    const auto it = free_blocks.lower_bound({stream, size, nullptr});
+    if (it == free_blocks.end() || std::get<0>(*it) != stream ||
+        std::get<1>(*it) > tuning().device_allocator.reuse_ratio * size) {
+      return nullptr;
+    }
+    Block* block = blocks_.at(std::get<2>(*it)).get();
+    free_blocks.erase(it);
+    markAllocated(*block, requested);
+    return block;
+  }
+
+  Block* allocateFromDriver(c10::DeviceIndex device, c10::StreamId stream,
+                            std::size_t size, std::size_t requested) {
+    void* ptr = nullptr;
+    accError_t error = accMalloc(&ptr, size);
+    if (error == accErrorMemoryAllocation) {
+      releaseCachedBlocks(device);
+      {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        ++state(device).stats.num_alloc_retries;
+      }
+      error = accMalloc(&ptr, size);
+    }
+    if (error == accErrorMemoryAllocation) {
+      throwOutOfMemory(device, requested);
+    }
+    if (error != accSuccess) {
+      detail::throwDriverError(error, "accMalloc(&ptr, size)", __FILE__,
+                               __LINE__, __func__);
+    }
+    auto owned = std::make_unique<Block>();
+    Block* block = owned.get();
+    block->ptr = ptr;
+    block->size = size;
+    block->device = device;
+    block->stream = stream;
+    const std::lock_guard<std::mutex> lock(mutex_);
+    blocks_.emplace(ptr, std::move(owned));
+    DeviceStats& stats = state(device).stats;
+    updateStat(stats.segment, size, 1, true);
+    updateStat(stats.reserved_bytes, size, size, true);
+    ++stats.num_device_alloc;
+    markAllocated(*block, requested);
+    return block;
+  }
+
+  [[noreturn]] void throwOutOfMemory(c10::DeviceIndex device,
+                                     std::size_t requested) {
+    std::size_t free_bytes = 0;
+    std::size_t total_bytes = 0;
+    (void)accMemGetInfo(&free_bytes, &total_bytes);
+    std::int64_t allocated = 0;
+    std::int64_t reserved = 0;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      DeviceStats& stats = state(device).stats;
+      ++stats.num_ooms;
+      allocated = stats.allocated_bytes[0].current;
+      reserved = stats.reserved_bytes[0].current;
+    }
+    TORCH_CHECK_WITH(
+        OutOfMemoryError, false, kDeviceName, " out of memory. Tried to allocate ",
+        formatBytes(requested), " on device ", static_cast<int>(device),
+        ", which has a total capacity of ", formatBytes(total_bytes),
+        " of which ", formatBytes(free_bytes),
+        " is free. Of the memory in use, ", formatBytes(allocated),
+        " is allocated by PyTorch and ", formatBytes(reserved - allocated),
+        " is reserved by PyTorch but unallocated.");
+  }
+
+  // Returns the device's cached blocks to the driver. The driver calls run
+  // without mutex_: accFree waits for the device, and the work it waits for
+  // may free tensors itself.
+  void releaseCachedBlocks(c10::DeviceIndex device) {
+    std::vector<std::unique_ptr<Block>> released;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      processPending(device, /*wait=*/true);
+      DeviceState& device_state = state(device);
+      for (const FreeKey& key : device_state.free_blocks) {
+        const auto it = blocks_.find(std::get<2>(key));
+        Block& block = *it->second;
+        updateStat(device_state.stats.segment, block.size, 1, false);
+        updateStat(device_state.stats.reserved_bytes, block.size, block.size,
+                   false);
+        ++device_state.stats.num_device_free;
+        released.push_back(std::move(it->second));
+        blocks_.erase(it);
+      }
+      device_state.free_blocks.clear();
+    }
+    if (released.empty()) {
+      return;
+    }
+    const c10::DeviceGuard guard(c10::Device(kDeviceType, device));
+    for (const auto& block : released) {
+      ACCGEN_CHECK(accFree(block->ptr));
+    }
+  }
+
+  std::mutex mutex_;
+  std::unordered_map<void*, std::unique_ptr<Block>> blocks_;
+  std::vector<DeviceState> devices_;
+};
+
+// Never destroyed: tensors may outlive static destruction at process exit.
+// Made on first use, since registration may ask for it during the static
+// initialisation of another translation unit.
+CachingAllocator* deviceAllocator() {
+  static CachingAllocator* const allocator = new CachingAllocator();
+  return allocator;
+}
+
+void deleteBlock(void* ptr) {
+  if (ptr != nullptr) {
+    deviceAllocator()->free(ptr);
+  }
+}
+
+}  // namespace
+
+c10::DeviceAllocator* getDeviceAllocator() {
+  return deviceAllocator();
+}
+
+c10::Allocator* getTensorAllocator() {
+  return deviceAllocator();
+}
+
+void recordStream(const c10::DataPtr& data_ptr, const c10::Stream& stream) {
+  deviceAllocator()->recordStream(data_ptr, stream);
+}
+
+void resizeStorageBytes(c10::StorageImpl* storage, std::size_t size_bytes) {
+  TORCH_CHECK(storage->resizable(),
+              "Trying to resize storage that is not resizable");
+  c10::Allocator* allocator = storage->allocator();
+  TORCH_CHECK(allocator != nullptr,
+              "Trying to resize storage without an allocator");
+  const c10::DeviceGuard guard(storage->device());
+  c10::DataPtr data = allocator->allocate(size_bytes);
+  const std::size_t keep = std::min(storage->nbytes(), size_bytes);
+  if (keep > 0) {
+    // Ordered on the current stream; the old block goes back to the cache
+    // for that same stream, so nothing reuses it before the copy ran.
+    ACCGEN_CHECK(accMemcpyAsync(data.get(), storage->data(), keep,
+                               accMemcpyDeviceToDevice, currentNativeStream()));
+  }
+  storage->set_data_ptr_noswap(std::move(data));
+  storage->set_nbytes(size_bytes);
+}
+
+}  // namespace accgen::runtime

@@ -1,0 +1,437 @@
+// The builtin operators of the device: the minimal set every PrivateUse1
+// backend needs before any computation works (allocation, views, resizing,
+// copies between host and device and between devices, reading a scalar,
+// re-pointing a tensor at a storage). They are written against the driver
+// interface alone, so a vendor's driver runs them unchanged.
+//
+// Note [Device copies]
+// Device memory cannot be touched by the host. A copy therefore moves the
+// bytes of a dense ("non-overlapping and dense") tensor with one driver
+// memcpy, and does everything else (dtype conversion, broadcasting, strided
+// layouts, conjugate and negative views) either on the host side of the
+// transfer, in a staging tensor laid out like its device counterpart, or on
+// the device with a copy kernel launched on the current stream. The kernel
+// views the device buffers as CPU tensors for its duration and runs the CPU
+// copy over them. Host<->device copies wait for their stream, so pageable
+// host memory can be reused when they return; copies within a device are
+// stream-ordered and asynchronous; copies across devices wait for both.
+#include <memory>
+#include <vector>
+
+#include <ATen/EmptyTensor.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/_local_scalar_dense.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/view_native.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/StorageImpl.h>
+#include <torch/library.h>
+
+#include "accgen/runtime/Driver.h"
+#include "accgen/runtime/Registration.h"
+#include "accgen/runtime/Runtime.h"
+
+namespace accgen::runtime {
+namespace {
+
+constexpr c10::DispatchKeySet kDeviceKeySet{c10::DispatchKey::PrivateUse1};
+
+bool isDevice(const at::Tensor& tensor) {
+  return tensor.device().type() == kDeviceType;
+}
+
+std::size_t byteSpan(const at::Tensor& tensor) {
+  return static_cast<std::size_t>(tensor.numel()) * tensor.element_size();
+}
+
+// Same bytes in the same places: one memcpy moves `from` into `to`.
+bool sameLayout(const at::Tensor& from, const at::Tensor& to) {
+  return from.scalar_type() == to.scalar_type() && from.sizes() == to.sizes() &&
+         from.strides() == to.strides() &&
+         from.is_non_overlapping_and_dense() &&
+         to.is_non_overlapping_and_dense() && from.is_conj() == to.is_conj() &&
+         from.is_neg() == to.is_neg();
+}
+
+// Host tensor laid out like `like` (sizes, strides, dtype, conj/neg bits).
+at::Tensor hostStagingLike(const at::Tensor& like) {
+  at::Tensor staging = at::empty_strided(
+      like.sizes(), like.strides(),
+      at::TensorOptions().dtype(like.scalar_type()).device(c10::kCPU));
+  staging._set_conj(like.is_conj());
+  staging._set_neg(like.is_neg());
+  return staging;
+}
+
+// ---------------------------------------------------------- copy kernel
+
+struct CopyKernelArgs {
+  void* dst = nullptr;
+  const void* src = nullptr;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> dst_strides;
+  std::vector<int64_t> src_strides;
+  c10::ScalarType dst_type{};
+  c10::ScalarType src_type{};
+  bool dst_conj = false;
+  bool dst_neg = false;
+  bool src_conj = false;
+  bool src_neg = false;
+};
+
+// Runs on the stream's worker with access to the two device buffers.
+accError_t runCopyKernel(void* user_data) {
+  const std::unique_ptr<CopyKernelArgs> args(
+      static_cast<CopyKernelArgs*>(user_data));
+  try {
+    at::Tensor dst = at::from_blob(args->dst, args->sizes, args->dst_strides,
+                                   at::TensorOptions().dtype(args->dst_type));
+    at::Tensor src = at::from_blob(const_cast<void*>(args->src), args->sizes,
+                                   args->src_strides,
+                                   at::TensorOptions().dtype(args->src_type));
+    dst._set_conj(args->dst_conj);
+    dst._set_neg(args->dst_neg);
+    src._set_conj(args->src_conj);
+    src._set_neg(args->src_neg);
+    dst.copy_(src);
+  } catch (...) {
+    return accErrorLaunchFailure;
+  }
+  return accSuccess;
+}
+
+// dst <- src on their (common) device, any dtypes and layouts, on the
+// current stream.
+void launchCopyKernel(const at::Tensor& src, const at::Tensor& dst) {
+  auto args = std::make_unique<CopyKernelArgs>();
+  args->dst = dst.data_ptr();
+  args->src = src.const_data_ptr();
+  args->sizes = dst.sizes().vec();
+  args->dst_strides = dst.strides().vec();
+  args->src_strides = src.strides().vec();
+  args->dst_type = dst.scalar_type();
+  args->src_type = src.scalar_type();
+  args->dst_conj = dst.is_conj();
+  args->dst_neg = dst.is_neg();
+  args->src_conj = src.is_conj();
+  args->src_neg = src.is_neg();
+  const void* buffers[] = {args->dst, args->src};
+  ACCGEN_CHECK(accLaunchKernel(currentNativeStream(), &runCopyKernel, args.get(),
+                              buffers, 2));
+  (void)args.release();  // the kernel owns it now
+}
+
+// ---------------------------------------------------------- copy paths
+
+void copyDeviceToDevice(const at::Tensor& src, const at::Tensor& dst);
+
+void copyHostToDevice(const at::Tensor& src, const at::Tensor& dst) {
+  const c10::DeviceGuard guard(dst.device());
+  if (!dst.is_non_overlapping_and_dense()) {
+    // Land the values in a dense device tensor, then scatter on the device.
+    at::Tensor dense = at::empty(dst.sizes(), dst.options());
+    copyHostToDevice(src, dense);
+    copyDeviceToDevice(dense, dst);
+    return;
+  }
+  at::Tensor staging = src;
+  if (!sameLayout(src, dst)) {
+    staging = hostStagingLike(dst);
+    staging.copy_(src);
+  }
+  accStream_t stream = currentNativeStream();
+  ACCGEN_CHECK(accMemcpyAsync(dst.data_ptr(), staging.const_data_ptr(),
+                             byteSpan(dst), accMemcpyHostToDevice, stream));
+  ACCGEN_CHECK(accStreamSynchronize(stream));
+}
+
+void copyDeviceToHost(const at::Tensor& src, const at::Tensor& dst) {
+  const c10::DeviceGuard guard(src.device());
+  at::Tensor source = src;
+  if (!source.is_non_overlapping_and_dense()) {
+    source = source.contiguous();
+  }
+  const bool direct = sameLayout(source, dst);
+  at::Tensor staging = direct ? dst : hostStagingLike(source);
+  accStream_t stream = currentNativeStream();
+  ACCGEN_CHECK(accMemcpyAsync(staging.data_ptr(), source.const_data_ptr(),
+                             byteSpan(source), accMemcpyDeviceToHost, stream));
+  ACCGEN_CHECK(accStreamSynchronize(stream));
+  if (!direct) {
+    dst.copy_(staging);
+  }
+}
+
+void copyDeviceToDevice(const at::Tensor& src, const at::Tensor& dst) {
+  if (src.device() == dst.device()) {
+    const c10::DeviceGuard guard(dst.device());
+    if (sameLayout(src, dst)) {
+      ACCGEN_CHECK(accMemcpyAsync(dst.data_ptr(), src.const_data_ptr(),
+                                 byteSpan(dst), accMemcpyDeviceToDevice,
+                                 currentNativeStream()));
+    } else {
+      launchCopyKernel(src, dst);
+    }
+    return;
+  }
+  // Across devices: make the source dense and complete on its device, move
+  // its bytes with one driver copy, convert on the destination device.
+  at::Tensor source = src;
+  {
+    const c10::DeviceGuard guard(src.device());
+    if (!source.is_non_overlapping_and_dense()) {
+      source = source.contiguous();
+    }
+    ACCGEN_CHECK(accStreamSynchronize(currentNativeStream()));
+  }
+  const c10::DeviceGuard guard(dst.device());
+  const bool direct = sameLayout(source, dst);
+  at::Tensor landed = dst;
+  if (!direct) {
+    landed = at::empty_strided(source.sizes(), source.strides(),
+                               source.options().device(dst.device()));
+    landed._set_conj(source.is_conj());
+    landed._set_neg(source.is_neg());
+  }
+  accStream_t stream = currentNativeStream();
+  ACCGEN_CHECK(accMemcpyAsync(landed.data_ptr(), source.const_data_ptr(),
+                             byteSpan(source), accMemcpyDeviceToDevice,
+                             stream));
+  // `source` may be a temporary of the other device: keep it until read.
+  ACCGEN_CHECK(accStreamSynchronize(stream));
+  if (!direct) {
+    copyDeviceToDevice(landed, dst);
+  }
+}
+
+void copyAny(const at::Tensor& src, const at::Tensor& dst) {
+  TORCH_CHECK(
+      (src.is_cpu() || isDevice(src)) && (dst.is_cpu() || isDevice(dst)),
+      kDeviceName, " can copy between ", kDeviceName, " and cpu tensors only, got ", src.device(),
+      " -> ", dst.device());
+  if (dst.numel() == 0) {
+    return;
+  }
+  const at::Tensor source =
+      src.sizes() == dst.sizes() ? src : src.expand(dst.sizes());
+  if (source.is_cpu() && dst.is_cpu()) {
+    dst.copy_(source);
+  } else if (source.is_cpu()) {
+    copyHostToDevice(source, dst);
+  } else if (dst.is_cpu()) {
+    copyDeviceToHost(source, dst);
+  } else {
+    copyDeviceToDevice(source, dst);
+  }
+}
+
+// ---------------------------------------------------------- resizing
+
+// Gives `self` the sizes (and strides, if given) and grows its storage to
+// hold them; the storage offset stays.
+void resizeTensor(at::TensorImpl* self, c10::IntArrayRef size,
+                  std::optional<c10::IntArrayRef> stride) {
+  if (stride.has_value()) {
+    self->set_sizes_and_strides(size, *stride);
+  } else {
+    self->set_sizes_contiguous(size);
+  }
+  if (self->numel() == 0) {
+    return;
+  }
+  const std::size_t itemsize = self->dtype().itemsize();
+  const std::size_t needed =
+      stride.has_value() ? at::detail::computeStorageNbytes(
+                               size, *stride, itemsize, self->storage_offset())
+                         : at::detail::computeStorageNbytesContiguous(
+                               size, itemsize, self->storage_offset());
+  const c10::Storage& storage = self->unsafe_storage();
+  if (needed > storage.nbytes()) {
+    resizeStorageBytes(storage.unsafeGetStorageImpl(), needed);
+  }
+}
+
+at::Tensor& setStorage(at::Tensor& self, c10::Storage source,
+                       int64_t storage_offset, c10::IntArrayRef size,
+                       c10::IntArrayRef stride) {
+  const bool has_stride = stride.data() != nullptr;
+  TORCH_CHECK(!has_stride || size.size() == stride.size(),
+              "unequal size length (", size.size(), ") and stride length (",
+              stride.size(), ")");
+  TORCH_CHECK(storage_offset >= 0, "Tensor: invalid storage offset ",
+              storage_offset);
+  if (!self.storage().is_alias_of(source)) {
+    TORCH_CHECK(self.storage().device() == source.device(),
+                "Attempted to set the storage of a tensor on device \"",
+                self.storage().device(),
+                "\" to a storage on different device \"", source.device(),
+                "\".  This is no longer allowed; the devices must match.");
+    self.unsafeGetTensorImpl()->set_storage_keep_dtype(std::move(source));
+  }
+  self.unsafeGetTensorImpl()->set_storage_offset(storage_offset);
+  // Grows the storage when the view needs more of it, as set_ does on CPU.
+  resizeTensor(
+      self.unsafeGetTensorImpl(), size,
+      has_stride ? std::optional<c10::IntArrayRef>(stride) : std::nullopt);
+  return self;
+}
+
+// ---------------------------------------------------------- wrappers
+
+at::Tensor wrapper_empty_memory_format(
+    c10::SymIntArrayRef size, std::optional<at::ScalarType> dtype,
+    std::optional<at::Layout> layout, std::optional<at::Device> device,
+    std::optional<bool> pin_memory,
+    std::optional<at::MemoryFormat> memory_format) {
+  TORCH_CHECK(layout.value_or(at::kStrided) == at::kStrided,
+              kDeviceName, " supports strided tensors only, got layout ", *layout);
+  TORCH_CHECK(!pin_memory.value_or(false),
+              "Only dense CPU tensors can be pinned");
+  const c10::DeviceGuard guard(device.value_or(at::Device(kDeviceType)));
+  return at::detail::empty_generic(C10_AS_INTARRAYREF_SLOW(size),
+                                   getTensorAllocator(), kDeviceKeySet,
+                                   c10::dtype_or_default(dtype), memory_format);
+}
+
+at::Tensor wrapper_empty_strided(c10::SymIntArrayRef size,
+                                 c10::SymIntArrayRef stride,
+                                 std::optional<at::ScalarType> dtype,
+                                 std::optional<at::Layout> layout,
+                                 std::optional<at::Device> device,
+                                 std::optional<bool> pin_memory) {
+  TORCH_CHECK(layout.value_or(at::kStrided) == at::kStrided,
+              kDeviceName, " supports strided tensors only, got layout ", *layout);
+  TORCH_CHECK(!pin_memory.value_or(false),
+              "Only dense CPU tensors can be pinned");
+  const c10::DeviceGuard guard(device.value_or(at::Device(kDeviceType)));
+  return at::detail::empty_strided_generic(
+      C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride),
+      getTensorAllocator(), kDeviceKeySet, c10::dtype_or_default(dtype));
+}
+
+at::Tensor wrapper_as_strided(const at::Tensor& self, c10::SymIntArrayRef size,
+                              c10::SymIntArrayRef stride,
+                              std::optional<c10::SymInt> storage_offset) {
+  return at::native::as_strided_tensorimpl(
+      self, C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride),
+      storage_offset.has_value()
+          ? std::optional<int64_t>(storage_offset->expect_int())
+          : std::nullopt);
+}
+
+at::Tensor wrapper_view(const at::Tensor& self, c10::SymIntArrayRef size) {
+  return at::native::view(self, C10_AS_INTARRAYREF_SLOW(size));
+}
+
+at::Tensor wrapper__reshape_alias(const at::Tensor& self,
+                                  c10::SymIntArrayRef size,
+                                  c10::SymIntArrayRef stride) {
+  return at::native::_reshape_alias(self, C10_AS_INTARRAYREF_SLOW(size),
+                                    C10_AS_INTARRAYREF_SLOW(stride));
+}
+
+const at::Tensor& wrapper_resize_(
+    const at::Tensor& self, c10::SymIntArrayRef size,
+    std::optional<at::MemoryFormat> memory_format) {
+  const c10::DeviceGuard guard(self.device());
+  resizeTensor(self.unsafeGetTensorImpl(), C10_AS_INTARRAYREF_SLOW(size),
+               std::nullopt);
+  if (memory_format.has_value()) {
+    TORCH_CHECK(*memory_format != at::MemoryFormat::Preserve,
+                "Unsupported memory format ", *memory_format);
+    self.unsafeGetTensorImpl()->empty_tensor_restride(*memory_format);
+  }
+  return self;
+}
+
+at::Tensor wrapper__copy_from(const at::Tensor& self, const at::Tensor& dst,
+                              bool /*non_blocking*/) {
+  copyAny(self, dst);
+  return dst;
+}
+
+at::Tensor wrapper__copy_from_and_resize(const at::Tensor& self,
+                                         const at::Tensor& dst) {
+  if (dst.sizes() != self.sizes()) {
+    dst.resize_(self.sizes());
+  }
+  copyAny(self, dst);
+  return dst;
+}
+
+at::Scalar wrapper__local_scalar_dense(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(),
+              " elements cannot be converted to Scalar");
+  at::Tensor host = at::empty(
+      {}, at::TensorOptions().dtype(self.scalar_type()).device(c10::kCPU));
+  copyDeviceToHost(self.reshape({}), host);
+  return at::_local_scalar_dense(host);
+}
+
+at::Tensor& wrapper_set__source_Storage_storage_offset(
+    at::Tensor& self, at::Storage source, c10::SymInt storage_offset,
+    c10::SymIntArrayRef size, c10::SymIntArrayRef stride) {
+  return setStorage(self, std::move(source), storage_offset.expect_int(),
+                    C10_AS_INTARRAYREF_SLOW(size),
+                    C10_AS_INTARRAYREF_SLOW(stride));
+}
+
+at::Tensor& wrapper_set__source_Storage(at::Tensor& self, at::Storage source) {
+  const int64_t itemsize = static_cast<int64_t>(self.dtype().itemsize());
+  const int64_t numel = static_cast<int64_t>(source.nbytes()) / itemsize;
+  return setStorage(self, std::move(source), 0, {numel}, {});
+}
+
+at::Tensor& wrapper_set__source_Tensor(at::Tensor& self,
+                                       const at::Tensor& source) {
+  if (self.is_same(source)) {
+    return self;
+  }
+  return setStorage(self, source.storage(), source.storage_offset(),
+                    source.sizes(), source.strides());
+}
+
+at::Tensor& wrapper_set_(at::Tensor& self) {
+  c10::Storage empty(c10::Storage::use_byte_size_t(), 0, getTensorAllocator(),
+                     /*resizable=*/true);
+  return setStorage(self, std::move(empty), 0, {0}, {});
+}
+
+}  // namespace
+
+ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_copy_from", TORCH_FN(wrapper__copy_from));
+  m.impl("_copy_from_and_resize", TORCH_FN(wrapper__copy_from_and_resize));
+  m.impl("_local_scalar_dense", TORCH_FN(wrapper__local_scalar_dense));
+  m.impl("_reshape_alias", TORCH_FN(wrapper__reshape_alias));
+  m.impl("as_strided", TORCH_FN(wrapper_as_strided));
+  m.impl("empty.memory_format", TORCH_FN(wrapper_empty_memory_format));
+  m.impl("empty_strided", TORCH_FN(wrapper_empty_strided));
+  m.impl("resize_", TORCH_FN(wrapper_resize_));
+  m.impl("set_", TORCH_FN(wrapper_set_));
+  m.impl("set_.source_Storage", TORCH_FN(wrapper_set__source_Storage));
+  m.impl("set_.source_Storage_storage_offset",
+         TORCH_FN(wrapper_set__source_Storage_storage_offset));
+  m.impl("set_.source_Tensor", TORCH_FN(wrapper_set__source_Tensor));
+  m.impl("view", TORCH_FN(wrapper_view));
+}
+
+}  // namespace accgen::runtime
+
+// The device's copies handle conjugate and negative views themselves (Note
+// [Device copies]), so they pass through the Conjugate and Negative keys.
+// The generic fallbacks of those keys would materialise the view first, by
+// cloning, which copies, which lands in _copy_from again.
+ACCGEN_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+ACCGEN_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}

@@ -1,0 +1,879 @@
+// Emulated execution of the device operators: host aliases of device tensors,
+// kernels launched on the current stream, results mapped back to the device.
+// See Emulate.h and Note [Emulated execution] in docs/operators.md.
+#include "accgen/runtime/Emulate.h"
+
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <ATen/EmptyTensor.h>
+#include <ATen/core/LegacyTypeDispatch.h>
+#include <ATen/core/ivalue.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/core/Allocator.h>
+#include <c10/core/DefaultDtype.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/StorageImpl.h>
+#include <c10/core/TensorImpl.h>
+#include <c10/util/Exception.h>
+#include <c10/util/SmallVector.h>
+
+#include "accgen/runtime/Driver.h"
+#include "accgen/runtime/Runtime.h"
+
+namespace accgen::runtime::emulate {
+namespace {
+
+constexpr c10::DispatchKeySet kCpuKeys{c10::DispatchKey::CPU};
+constexpr c10::DispatchKeySet kMetaKeys{c10::DispatchKey::Meta};
+
+bool isDeviceTensor(const at::Tensor& t) {
+  return t.defined() && t.device().type() == kDeviceType;
+}
+
+// A tensor over `storage` with the given dtype and geometry, on `key`.
+at::Tensor tensorOver(c10::Storage storage, c10::DispatchKey key,
+                      caffe2::TypeMeta dtype, c10::IntArrayRef sizes,
+                      c10::IntArrayRef strides, int64_t storage_offset) {
+  auto t = at::detail::make_tensor<c10::TensorImpl>(
+      std::move(storage), c10::DispatchKeySet(key), dtype);
+  t.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides,
+                                                 storage_offset);
+  return t;
+}
+
+// A meta tensor with the dtype and geometry of `t`.
+at::Tensor metaOf(const at::Tensor& t) {
+  c10::Storage storage(c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), t.storage().nbytes(),
+      c10::DataPtr(nullptr, c10::Device(c10::kMeta)),
+      c10::GetAllocator(c10::kMeta), /*resizable=*/true));
+  return tensorOver(std::move(storage), c10::DispatchKey::Meta, t.dtype(),
+                    t.sizes(), t.strides(), t.storage_offset());
+}
+
+bool isGeneratorType(const c10::TypePtr& type) {
+  if (type->kind() == c10::TypeKind::GeneratorType) {
+    return true;
+  }
+  const auto* optional = type->castRaw<c10::OptionalType>();
+  return optional != nullptr &&
+      optional->getElementType()->kind() == c10::TypeKind::GeneratorType;
+}
+
+// How the emulation treats one argument of a schema.
+enum class ArgKind {
+  kOther,
+  kTensor,
+  kTensorList,
+  kOptionalTensorList,
+  kGenerator,
+  kDevice,
+};
+
+// What the emulation needs to know of a schema, computed once per operator.
+struct Plan {
+  std::vector<ArgKind> kinds;
+  std::vector<bool> written;
+  std::size_t num_returns = 0;
+  bool has_generator = false;
+
+  explicit Plan(const c10::FunctionSchema& schema) {
+    for (const auto& arg : schema.arguments()) {
+      c10::TypePtr type = arg.real_type();
+      if (const auto* optional = type->castRaw<c10::OptionalType>()) {
+        type = optional->getElementType();
+      }
+      ArgKind kind = ArgKind::kOther;
+      if (type->kind() == c10::TypeKind::TensorType) {
+        kind = ArgKind::kTensor;
+      } else if (const auto* list = type->castRaw<c10::ListType>()) {
+        const c10::TypePtr& elem = list->getElementType();
+        if (elem->kind() == c10::TypeKind::TensorType) {
+          kind = ArgKind::kTensorList;
+        } else if (const auto* opt = elem->castRaw<c10::OptionalType>();
+                   opt != nullptr &&
+                   opt->getElementType()->kind() ==
+                       c10::TypeKind::TensorType) {
+          kind = ArgKind::kOptionalTensorList;
+        }
+      } else if (isGeneratorType(type)) {
+        kind = ArgKind::kGenerator;
+        has_generator = true;
+      } else if (type->kind() == c10::TypeKind::DeviceObjType) {
+        kind = ArgKind::kDevice;
+      }
+      kinds.push_back(kind);
+      written.push_back(arg.alias_info() != nullptr &&
+                        arg.alias_info()->isWrite());
+    }
+    num_returns = schema.returns().size();
+  }
+};
+
+// Copies `nbytes` of `host` to `device_data` on the current stream of the
+// device holding it; the launch owns the host tensor until the copy ran.
+struct HostToDevice {
+  void* device_data;
+  at::Tensor host;
+  std::size_t nbytes;
+};
+
+accError_t runHostToDevice(void* user_data) {
+  std::unique_ptr<HostToDevice> copy(static_cast<HostToDevice*>(user_data));
+  std::memcpy(copy->device_data, copy->host.const_data_ptr(), copy->nbytes);
+  return accSuccess;
+}
+
+void copyAsync(void* device_data, at::Tensor host, std::size_t nbytes) {
+  auto copy = std::make_unique<HostToDevice>(
+      HostToDevice{device_data, std::move(host), nbytes});
+  const void* buffers[] = {device_data};
+  ACCGEN_CHECK(accLaunchKernel(currentNativeStream(), &runHostToDevice,
+                                copy.get(), buffers, 1));
+  copy.release();
+}
+
+// The device tensors of one call and their host aliases. Device tensors
+// that share a storage get aliases that share one host storage, so the CPU
+// kernel's overlap checks see what the device tensors share.
+class AliasSet {
+ public:
+  at::Tensor alias(const at::Tensor& device, bool written) {
+    if (device_ < 0) {
+      device_ = device.device().index();
+    } else {
+      // What the device-generic kernels of other backends check: the
+      // emulation would otherwise compute across devices without a word.
+      TORCH_CHECK(device.device().index() == device_,
+                  "Expected all tensors to be on the same device, but found "
+                  "at least two devices, ",
+                  c10::Device(kDeviceType, device_), " and ", device.device(),
+                  "!");
+    }
+    c10::StorageImpl* impl = device.storage().unsafeGetStorageImpl();
+    c10::Storage host_storage;
+    for (const auto& [known, host] : storages_) {
+      if (known == impl) {
+        host_storage = host;
+        break;
+      }
+    }
+    if (!host_storage) {
+      void* data = impl->mutable_data();
+      // Resizable through the CPU allocator: an out= argument that the CPU
+      // kernel grows moves to host memory and is copied back once.
+      host_storage = c10::Storage(c10::make_intrusive<c10::StorageImpl>(
+          c10::StorageImpl::use_byte_size_t(), impl->nbytes(),
+          c10::DataPtr(data, c10::Device(c10::kCPU)),
+          c10::GetAllocator(c10::kCPU), /*resizable=*/true));
+      storages_.emplace_back(impl, host_storage);
+      if (data != nullptr) {
+        buffers_.push_back(data);
+      }
+    }
+    auto host = tensorOver(host_storage, c10::DispatchKey::CPU,
+                           device.dtype(), device.sizes(), device.strides(),
+                           device.storage_offset());
+    entries_.push_back({device, host, impl->data(), written});
+    return host;
+  }
+
+  // Gives written arguments the geometry the CPU kernel gave their aliases
+  // (an out= argument it resized), and their bytes when it moved them.
+  void reconcileWritten() {
+    for (auto& e : entries_) {
+      if (!e.written) {
+        continue;
+      }
+      c10::TensorImpl* host = e.host.unsafeGetTensorImpl();
+      c10::TensorImpl* dev = e.device.unsafeGetTensorImpl();
+      const bool moved = e.host.storage().data() != e.device_data;
+      if (moved) {
+        c10::DeviceGuard guard(e.device.device());
+        c10::StorageImpl* storage = e.device.storage().unsafeGetStorageImpl();
+        const std::size_t nbytes = e.host.storage().nbytes();
+        resizeStorageBytes(storage, nbytes);
+        if (nbytes > 0) {
+          at::Tensor bytes = tensorOver(e.host.storage(), c10::DispatchKey::CPU,
+                                        caffe2::TypeMeta::Make<uint8_t>(),
+                                        {static_cast<int64_t>(nbytes)}, {1}, 0);
+          copyAsync(storage->mutable_data(), std::move(bytes), nbytes);
+        }
+      }
+      if (moved || host->sizes() != dev->sizes() ||
+          host->strides() != dev->strides() ||
+          host->storage_offset() != dev->storage_offset()) {
+        dev->set_sizes_and_strides(host->sizes(), host->strides(),
+                                   host->storage_offset());
+      }
+    }
+  }
+
+  // The device tensor for a result of the CPU kernel: the argument it is,
+  // a view of the argument it views, or a copy of fresh host memory.
+  at::Tensor toDevice(const at::Tensor& result) {
+    if (!result.defined() || result.device().type() != c10::kCPU) {
+      return result;
+    }
+    for (const auto& e : entries_) {
+      if (e.host.unsafeGetTensorImpl() == result.unsafeGetTensorImpl()) {
+        return e.device;
+      }
+    }
+    const c10::StorageImpl* storage = result.storage().unsafeGetStorageImpl();
+    for (const auto& e : entries_) {
+      if (e.host.storage().unsafeGetStorageImpl() == storage &&
+          storage->data() == e.device.storage().data()) {
+        return tensorOver(e.device.storage(), c10::DispatchKey::PrivateUse1,
+                          result.dtype(), result.sizes(), result.strides(),
+                          result.storage_offset());
+      }
+    }
+    return copyToDevice(result);
+  }
+
+  c10::DeviceIndex device() const {
+    return device_;
+  }
+  void setDeviceIfUnset(c10::DeviceIndex device) {
+    if (device_ < 0) {
+      device_ = device;
+    }
+  }
+  c10::ArrayRef<const void*> buffers() const {
+    return buffers_;
+  }
+
+ private:
+  struct Entry {
+    at::Tensor device;
+    at::Tensor host;
+    const void* device_data;
+    bool written;
+  };
+
+  // The one copy of the emulation: a result in fresh host memory goes to a
+  // new device tensor, copied by a kernel that owns the host tensor until
+  // it ran, so that nothing waits for it (the stream orders what reads it).
+  at::Tensor copyToDevice(at::Tensor host) {
+    if (!host.is_non_overlapping_and_dense()) {
+      host = host.contiguous();
+    }
+    const c10::Device device(kDeviceType, device_);
+    c10::DeviceGuard guard(device);
+    at::Tensor result = at::empty_strided(host.sizes(), host.strides(),
+                                          host.options().device(device));
+    const std::size_t nbytes = at::detail::computeStorageNbytes(
+        host.sizes(), host.strides(), host.itemsize());
+    if (nbytes > 0) {
+      copyAsync(result.data_ptr(), std::move(host), nbytes);
+    }
+    return result;
+  }
+
+  c10::SmallVector<std::pair<c10::StorageImpl*, c10::Storage>, 4> storages_;
+  c10::SmallVector<Entry, 4> entries_;
+  c10::SmallVector<const void*, 4> buffers_;
+  c10::DeviceIndex device_ = -1;
+};
+
+// Replaces the device tensors among the arguments on top of `stack` by host
+// aliases, and a device argument by the CPU (factory functions).
+void aliasArguments(const Plan& plan, torch::jit::Stack& stack,
+                    AliasSet& aliases) {
+  const std::size_t n = plan.kinds.size();
+  const std::size_t base = stack.size() - n;
+  for (std::size_t i = 0; i < n; ++i) {
+    c10::IValue& value = stack[base + i];
+    switch (plan.kinds[i]) {
+      case ArgKind::kTensor:
+        if (value.isTensor() && isDeviceTensor(value.toTensor())) {
+          value = aliases.alias(value.toTensor(), plan.written[i]);
+        }
+        break;
+      case ArgKind::kTensorList: {
+        if (value.isNone()) {
+          break;
+        }
+        c10::List<at::Tensor> mapped;
+        mapped.reserve(value.toTensorList().size());
+        for (const at::Tensor& t : value.toTensorList()) {
+          mapped.push_back(isDeviceTensor(t) ? aliases.alias(t, plan.written[i])
+                                             : t);
+        }
+        value = std::move(mapped);
+        break;
+      }
+      case ArgKind::kOptionalTensorList: {
+        if (value.isNone()) {
+          break;
+        }
+        c10::List<std::optional<at::Tensor>> mapped;
+        for (std::optional<at::Tensor> t : value.toOptionalTensorList()) {
+          if (t.has_value() && isDeviceTensor(*t)) {
+            t = aliases.alias(*t, plan.written[i]);
+          }
+          mapped.push_back(std::move(t));
+        }
+        value = std::move(mapped);
+        break;
+      }
+      case ArgKind::kDevice:
+        if (value.isDevice() && value.toDevice().type() == kDeviceType) {
+          aliases.setDeviceIfUnset(resolveDevice(value.toDevice().index()));
+          value = c10::Device(c10::kCPU);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  aliases.setDeviceIfUnset(currentDevice());
+}
+
+// Collects the warnings of a kernel on its worker thread for the caller.
+class WarningCollector final : public c10::WarningHandler {
+ public:
+  void process(const c10::Warning& warning) override {
+    // A result allocated here with its meta shape that the kernel still
+    // resizes (mse_loss.out does, into a 0-dim result) concerns nobody.
+    if (fresh_results &&
+        warning.msg().find("was resized since it had shape") !=
+            std::string::npos) {
+      return;
+    }
+    warnings.push_back(warning);
+  }
+  bool fresh_results = false;
+  std::vector<c10::Warning> warnings;
+};
+
+struct Launch {
+  c10::function_ref<void()> fn;
+  std::exception_ptr error;
+  WarningCollector warnings;
+};
+
+accError_t runLaunch(void* user_data) {
+  auto* launch = static_cast<Launch*>(user_data);
+  c10::WarningUtils::WarningHandlerGuard warning_guard(&launch->warnings);
+  try {
+    // The caller is below autograd, and so is the CPU kernel it runs.
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    launch->fn();
+  } catch (...) {
+    launch->error = std::current_exception();
+  }
+  return accSuccess;
+}
+
+void launchAndWait(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
+                   c10::function_ref<void()> fn, bool fresh_results) {
+  Launch launch{fn, nullptr, {}};
+  launch.warnings.fresh_results = fresh_results;
+  // The CPU kernel reads this frame: a synchronous launch, which runs it on
+  // this thread when the stream is idle.
+  ACCGEN_CHECK(accLaunchKernelSync(currentNativeStream(device), &runLaunch,
+                                    &launch, buffers.data(), buffers.size()));
+  for (const c10::Warning& warning : launch.warnings.warnings) {
+    c10::warn(warning);
+  }
+  if (launch.error) {
+    std::rethrow_exception(launch.error);
+  }
+}
+
+// Runs `op` on the arguments on top of `stack`; `fresh_results`: its out=
+// arguments were allocated for it by runViaOut.
+void runDirect(const c10::OperatorHandle& op, const Plan& plan,
+               torch::jit::Stack* stack, bool fresh_results = false) {
+  AliasSet aliases;
+  aliasArguments(plan, *stack, aliases);
+  {
+    HostGenerators generators;
+    if (plan.has_generator) {
+      generators.borrow(op.schema(), *stack, aliases.device());
+    }
+    launchAndWait(aliases.device(), aliases.buffers(),
+                  [&] { op.redispatchBoxed(kCpuKeys, stack); }, fresh_results);
+  }
+  aliases.reconcileWritten();
+  const std::size_t base = stack->size() - plan.num_returns;
+  for (std::size_t i = base; i < stack->size(); ++i) {
+    c10::IValue& value = (*stack)[i];
+    if (value.isTensor()) {
+      value = aliases.toDevice(value.toTensor());
+    } else if (value.isTensorList()) {
+      c10::List<at::Tensor> mapped;
+      for (const at::Tensor& t : value.toTensorList()) {
+        mapped.push_back(aliases.toDevice(t));
+      }
+      value = std::move(mapped);
+    }
+  }
+}
+
+// Note [Shape cache]
+// A functional operator computed through its out= overload gets its
+// results' sizes, strides and dtypes from a meta computation, which costs
+// more than a small operator's kernel. That computation reads nothing but
+// the arguments (a tensor's metadata, any other argument's value) and
+// torch's default dtypes, so each operator keeps its answer for the last
+// few distinct calls. The key holds the default dtypes and, for every
+// argument, a tag and either the tensor's device type, dtype, flags
+// (wrapped number, conjugate, negative), sizes, strides and storage offset,
+// or the value itself. Calls with arguments of other kinds (lists of
+// tensors, strings, generators, complex numbers, symbolic integers) are not
+// keyed and always compute.
+class ShapeCache {
+ public:
+  using Key = c10::SmallVector<int64_t, 32>;
+  struct Result {
+    c10::SmallVector<int64_t, 5> sizes;
+    c10::SmallVector<int64_t, 5> strides;
+    c10::ScalarType dtype;
+  };
+  using Results = c10::SmallVector<Result, 1>;
+
+  bool lookup(const Key& key, Results& out) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [known, results] : entries_) {
+      if (known == key) {
+        out = results;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void insert(Key key, const Results& results) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (entries_.size() < kEntries) {
+      entries_.emplace_back(std::move(key), results);
+      return;
+    }
+    entries_[next_] = {std::move(key), results};
+    next_ = (next_ + 1) % kEntries;
+  }
+
+ private:
+  static constexpr std::size_t kEntries = 8;
+  mutable std::mutex mutex_;
+  std::vector<std::pair<Key, Results>> entries_;
+  std::size_t next_ = 0;
+};
+
+// Appends the key of a non-tensor argument; false for kinds not keyed.
+bool keyValue(const c10::IValue& v, ShapeCache::Key& key) {
+  auto list = [&key](int64_t tag, const auto& values, auto bits) {
+    key.push_back(tag);
+    key.push_back(static_cast<int64_t>(values.size()));
+    for (const auto& value : values) {
+      key.push_back(bits(value));
+    }
+  };
+  auto same = [](auto value) { return static_cast<int64_t>(value); };
+  auto doubleBits = [](double value) {
+    int64_t out = 0;
+    std::memcpy(&out, &value, sizeof(out));
+    return out;
+  };
+  if (v.isNone()) {
+    key.push_back(1);
+  } else if (v.isInt()) {
+    key.insert(key.end(), {2, v.toInt()});
+  } else if (v.isDouble()) {
+    key.insert(key.end(), {3, doubleBits(v.toDouble())});
+  } else if (v.isBool()) {
+    key.insert(key.end(), {4, v.toBool() ? 1 : 0});
+  } else if (v.isIntList()) {
+    list(5, v.toIntVector(), same);
+  } else if (v.isDoubleList()) {
+    list(6, v.toDoubleVector(), doubleBits);
+  } else if (v.isBoolList()) {
+    list(7, v.toBoolList().vec(), same);
+  } else if (v.isDevice()) {
+    key.insert(key.end(), {8, static_cast<int64_t>(v.toDevice().type()),
+                           v.toDevice().index()});
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// A functional operator computed through its out= overload.
+struct OutPlan {
+  Plan functional;
+  Plan out;
+  // For each argument of the out= overload that is not an out argument, the
+  // index of the functional argument of the same name.
+  std::vector<std::size_t> from_functional;
+  // Note [Shape cache].
+  mutable ShapeCache shapes;
+
+  OutPlan(const c10::FunctionSchema& f, const c10::FunctionSchema& o)
+      : functional(f), out(o) {
+    std::size_t num_out = 0;
+    for (const auto& arg : o.arguments()) {
+      if (arg.is_out()) {
+        ++num_out;
+        continue;
+      }
+      const auto index = f.argumentIndexWithName(arg.name());
+      TORCH_INTERNAL_ASSERT(index.has_value(), o.name(), " has argument ",
+                            arg.name(), ", which ", f.name(), " lacks");
+      from_functional.push_back(static_cast<std::size_t>(*index));
+    }
+    TORCH_INTERNAL_ASSERT(num_out == f.returns().size(), o.name(),
+                          " does not write every result of ", f.name());
+  }
+};
+
+// The device a functional call computes on: that of its first device
+// tensor, else of its device argument, else the current one.
+c10::DeviceIndex callDevice(const Plan& plan, const torch::jit::Stack& stack) {
+  const std::size_t n = plan.kinds.size();
+  const std::size_t base = stack.size() - n;
+  for (std::size_t i = 0; i < n; ++i) {
+    const c10::IValue& value = stack[base + i];
+    switch (plan.kinds[i]) {
+      case ArgKind::kTensor:
+        if (value.isTensor() && isDeviceTensor(value.toTensor())) {
+          return value.toTensor().device().index();
+        }
+        break;
+      case ArgKind::kTensorList:
+        if (!value.isNone()) {
+          for (const at::Tensor& t : value.toTensorList()) {
+            if (isDeviceTensor(t)) {
+              return t.device().index();
+            }
+          }
+        }
+        break;
+      case ArgKind::kOptionalTensorList:
+        if (!value.isNone()) {
+          for (const std::optional<at::Tensor>& t :
+               value.toOptionalTensorList()) {
+            if (t.has_value() && isDeviceTensor(*t)) {
+              return t->device().index();
+            }
+          }
+        }
+        break;
+      case ArgKind::kDevice:
+        if (value.isDevice() && value.toDevice().type() == kDeviceType) {
+          return resolveDevice(value.toDevice().index());
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  return currentDevice();
+}
+
+// The arguments of a functional call as the Meta kernel takes them.
+torch::jit::Stack metaArguments(const Plan& plan,
+                                const torch::jit::Stack& stack) {
+  const std::size_t n = plan.kinds.size();
+  const std::size_t base = stack.size() - n;
+  torch::jit::Stack meta;
+  meta.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const c10::IValue& value = stack[base + i];
+    switch (plan.kinds[i]) {
+      case ArgKind::kTensor:
+        if (value.isTensor() && isDeviceTensor(value.toTensor())) {
+          meta.emplace_back(metaOf(value.toTensor()));
+          continue;
+        }
+        break;
+      case ArgKind::kTensorList: {
+        if (value.isNone()) {
+          break;
+        }
+        c10::List<at::Tensor> mapped;
+        for (const at::Tensor& t : value.toTensorList()) {
+          mapped.push_back(isDeviceTensor(t) ? metaOf(t) : t);
+        }
+        meta.emplace_back(std::move(mapped));
+        continue;
+      }
+      case ArgKind::kOptionalTensorList: {
+        if (value.isNone()) {
+          break;
+        }
+        c10::List<std::optional<at::Tensor>> mapped;
+        for (std::optional<at::Tensor> t : value.toOptionalTensorList()) {
+          if (t.has_value() && isDeviceTensor(*t)) {
+            t = metaOf(*t);
+          }
+          mapped.push_back(std::move(t));
+        }
+        meta.emplace_back(std::move(mapped));
+        continue;
+      }
+      case ArgKind::kGenerator:
+        meta.emplace_back();
+        continue;
+      case ArgKind::kDevice:
+        if (value.isDevice() && value.toDevice().type() == kDeviceType) {
+          meta.emplace_back(c10::Device(c10::kMeta));
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    meta.push_back(value);
+  }
+  return meta;
+}
+
+// The Note [Shape cache] key of the functional call on top of `stack`;
+// false when an argument is not keyed.
+bool shapeKey(const Plan& plan, const torch::jit::Stack& stack,
+              ShapeCache::Key& key) {
+  key.push_back(static_cast<int64_t>(c10::get_default_dtype_as_scalartype()));
+  key.push_back(static_cast<int64_t>(
+      c10::typeMetaToScalarType(c10::get_default_complex_dtype())));
+  const std::size_t n = plan.kinds.size();
+  const std::size_t base = stack.size() - n;
+  for (std::size_t i = 0; i < n; ++i) {
+    const c10::IValue& value = stack[base + i];
+    switch (plan.kinds[i]) {
+      case ArgKind::kTensor: {
+        if (value.isNone() || !value.toTensor().defined()) {
+          key.push_back(20);
+          break;
+        }
+        const at::Tensor& t = value.toTensor();
+        if (t.layout() != c10::kStrided) {
+          return false;
+        }
+        const int64_t flags =
+            (t.unsafeGetTensorImpl()->is_wrapped_number() ? 1 : 0) |
+            (t.is_conj() ? 2 : 0) | (t.is_neg() ? 4 : 0);
+        key.insert(key.end(), {21, static_cast<int64_t>(t.device().type()),
+                               static_cast<int64_t>(t.scalar_type()), flags,
+                               t.dim()});
+        key.append(t.sizes().begin(), t.sizes().end());
+        key.append(t.strides().begin(), t.strides().end());
+        key.push_back(t.storage_offset());
+        break;
+      }
+      case ArgKind::kDevice:
+      case ArgKind::kOther:
+        if (!keyValue(value, key)) {
+          return false;
+        }
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
+void runViaOut(const c10::OperatorHandle& op, const c10::OperatorHandle& out,
+               const c10::KernelFunction* shape, const OutPlan& plan,
+               torch::jit::Stack* stack) {
+  const std::size_t n = plan.functional.kinds.size();
+  const std::size_t base = stack->size() - n;
+
+  ShapeCache::Key key;
+  ShapeCache::Results shapes;
+  const bool keyed = shapeKey(plan.functional, *stack, key);
+  if (!keyed || !plan.shapes.lookup(key, shapes)) {
+    torch::jit::Stack meta = metaArguments(plan.functional, *stack);
+    // A C++ shape function when there is one: the Meta key may lead to a
+    // Python meta kernel, two orders of magnitude slower.
+    if (shape != nullptr) {
+      shape->callBoxed(op, kMetaKeys, &meta);
+    } else {
+      op.redispatchBoxed(kMetaKeys, &meta);
+    }
+    for (const c10::IValue& r : meta) {
+      const at::Tensor& m = r.toTensor();
+      shapes.push_back({c10::SmallVector<int64_t, 5>(m.sizes()),
+                        c10::SmallVector<int64_t, 5>(m.strides()),
+                        m.scalar_type()});
+    }
+    if (keyed) {
+      plan.shapes.insert(std::move(key), shapes);
+    }
+  }
+  const c10::Device target(kDeviceType,
+                           callDevice(plan.functional, *stack));
+  c10::DeviceGuard guard(target);
+  c10::SmallVector<at::Tensor, 2> results;
+  for (const ShapeCache::Result& r : shapes) {
+    // Straight from the allocator: the dispatcher's round trip through
+    // empty_strided is a measurable part of a small operator's time.
+    results.push_back(at::detail::empty_strided_generic(
+        r.sizes, r.strides, getDeviceAllocator(),
+        c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), r.dtype));
+  }
+
+  torch::jit::Stack out_stack;
+  out_stack.reserve(plan.out.kinds.size());
+  std::size_t next_arg = 0;
+  std::size_t next_out = 0;
+  for (std::size_t i = 0; i < plan.out.kinds.size(); ++i) {
+    if (plan.out.written[i]) {
+      out_stack.emplace_back(results[next_out++]);
+    } else {
+      out_stack.push_back(
+          std::move((*stack)[base + plan.from_functional[next_arg++]]));
+    }
+  }
+  runDirect(out, plan.out, &out_stack, /*fresh_results=*/true);
+
+  torch::jit::drop(*stack, n);
+  for (at::Tensor& r : results) {
+    stack->emplace_back(std::move(r));
+  }
+}
+
+c10::OperatorHandle findAten(const std::string& full_name) {
+  const auto dot = full_name.find('.');
+  const std::string name = "aten::" + full_name.substr(0, dot);
+  const std::string overload =
+      dot == std::string::npos ? "" : full_name.substr(dot + 1);
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name.c_str(),
+                                                        overload.c_str());
+}
+
+// The registered kernel of one operator; its plan is made on first use.
+class EmulateKernel final : public c10::OperatorKernel {
+ public:
+  EmulateKernel(const char* out_op, std::optional<c10::KernelFunction> shape)
+      : out_name_(out_op), shape_(std::move(shape)) {}
+
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet,
+                  torch::jit::Stack* stack) {
+    std::call_once(planned_, [&] {
+      if (out_name_ == nullptr) {
+        plan_ = std::make_unique<Plan>(op.schema());
+      } else {
+        out_ = findAten(out_name_);
+        out_plan_ = std::make_unique<OutPlan>(op.schema(), out_->schema());
+      }
+    });
+    if (out_plan_) {
+      runViaOut(op, *out_, shape_ ? &*shape_ : nullptr, *out_plan_, stack);
+    } else {
+      runDirect(op, *plan_, stack);
+    }
+  }
+
+ private:
+  const char* out_name_;
+  std::optional<c10::KernelFunction> shape_;
+  std::once_flag planned_;
+  std::optional<c10::OperatorHandle> out_;
+  std::unique_ptr<Plan> plan_;
+  std::unique_ptr<OutPlan> out_plan_;
+};
+
+// Plans of operators emulated through runBoxed (kernel starters), made on
+// first use and kept for the life of the process.
+template <class T>
+const T& cachedPlan(const c10::OperatorHandle& op,
+                    const c10::OperatorHandle* out) {
+  static std::mutex mutex;
+  static auto* plans =
+      new std::vector<std::pair<c10::OperatorName, std::unique_ptr<T>>>();
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const auto& [name, plan] : *plans) {
+    if (name == op.operator_name()) {
+      return *plan;
+    }
+  }
+  if constexpr (std::is_same_v<T, Plan>) {
+    plans->emplace_back(op.operator_name(), std::make_unique<T>(op.schema()));
+  } else {
+    plans->emplace_back(op.operator_name(),
+                        std::make_unique<T>(op.schema(), out->schema()));
+  }
+  return *plans->back().second;
+}
+
+}  // namespace
+
+at::Tensor hostAlias(const at::Tensor& device_tensor) {
+  AliasSet aliases;
+  return aliases.alias(device_tensor, /*written=*/false);
+}
+
+at::Tensor metaTensor(const at::Tensor& t) {
+  return metaOf(t);
+}
+
+void runOnDevice(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
+                 c10::function_ref<void()> fn) {
+  launchAndWait(device, buffers, fn, /*fresh_results=*/false);
+}
+
+void HostGenerators::borrow(const c10::FunctionSchema& schema,
+                            torch::jit::Stack& stack,
+                            c10::DeviceIndex device) {
+  const auto& arguments = schema.arguments();
+  const std::size_t base = stack.size() - arguments.size();
+  for (std::size_t i = 0; i < arguments.size(); ++i) {
+    if (!isGeneratorType(arguments[i].real_type())) {
+      continue;
+    }
+    c10::IValue& value = stack[base + i];
+    std::optional<at::Generator> generator;
+    if (value.isGenerator()) {
+      generator = value.toGenerator();
+      // As on other devices: a CPU generator does not drive device tensors.
+      TORCH_CHECK(generator->device().type() == kDeviceType,
+                  "Expected a '", c10::DeviceType(kDeviceType),
+                  "' device type for generator but found '",
+                  generator->device().type(), "'");
+    }
+    // One stand-in per generator, however often it is passed.
+    const CpuGeneratorScope* scope = nullptr;
+    for (const auto& s : scopes_) {
+      if (!generator.has_value() ? s->device() == getDefaultGenerator(device)
+                                 : s->device() == *generator) {
+        scope = s.get();
+      }
+    }
+    if (scope == nullptr) {
+      scopes_.push_back(std::make_unique<CpuGeneratorScope>(generator, device));
+      scope = scopes_.back().get();
+    }
+    value = scope->cpu();
+  }
+}
+
+torch::CppFunction direct() {
+  return torch::CppFunction::makeFromBoxedFunctor(
+      std::make_unique<EmulateKernel>(nullptr, std::nullopt));
+}
+
+torch::CppFunction viaOut(const char* out_op,
+                          std::optional<c10::KernelFunction> shape) {
+  return torch::CppFunction::makeFromBoxedFunctor(
+      std::make_unique<EmulateKernel>(out_op, std::move(shape)));
+}
+
+void runBoxed(const c10::OperatorHandle& op, const c10::OperatorHandle* out_op,
+              torch::jit::Stack* stack) {
+  if (out_op != nullptr) {
+    runViaOut(op, *out_op, nullptr, cachedPlan<OutPlan>(op, out_op), stack);
+  } else {
+    runDirect(op, cachedPlan<Plan>(op, nullptr), stack);
+  }
+}
+
+}  // namespace accgen::runtime::emulate

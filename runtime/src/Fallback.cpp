@@ -1,0 +1,70 @@
+// The global fallbacks of operators a backend does not register: the CPU
+// fallback (copies in and out) and the error of `fallback: error`. The
+// generated csrc/ops/RegisterFallback.cpp chooses between them.
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include <ATen/native/CPUFallback.h>
+#include <c10/util/Exception.h>
+
+#include "accgen/runtime/Emulate.h"
+#include "accgen/runtime/Runtime.h"
+
+namespace accgen::runtime {
+namespace {
+
+// Warns once per operator when <PREFIX>_WARN_FALLBACK=1.
+void noteFallback(const c10::OperatorHandle& op) {
+  static const bool enabled = [] {
+    const char* value =
+        std::getenv((std::string(kEnvPrefix) + "_WARN_FALLBACK").c_str());
+    return value != nullptr && std::string(value) == "1";
+  }();
+  if (!enabled) {
+    return;
+  }
+  static std::mutex mutex;
+  static auto* seen = new std::set<std::string>();
+  std::lock_guard<std::mutex> lock(mutex);
+  const std::string name = c10::toString(op.operator_name());
+  if (seen->insert(name).second) {
+    TORCH_WARN(name, " ran on the CPU (fallback of device '", kDeviceName,
+               "'): its arguments were copied to the host and its results "
+               "back");
+  }
+}
+
+// The device of the first device tensor argument, else the current one.
+c10::DeviceIndex deviceOfArguments(const c10::OperatorHandle& op,
+                                   const torch::jit::Stack& stack) {
+  const std::size_t n = op.schema().arguments().size();
+  for (std::size_t i = stack.size() - n; i < stack.size(); ++i) {
+    const c10::IValue& value = stack[i];
+    if (value.isTensor() && value.toTensor().defined() &&
+        value.toTensor().device().type() == kDeviceType) {
+      return value.toTensor().device().index();
+    }
+  }
+  return currentDevice();
+}
+
+}  // namespace
+
+void cpuFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  noteFallback(op);
+  emulate::HostGenerators generators;
+  generators.borrow(op.schema(), *stack, deviceOfArguments(op, *stack));
+  at::native::cpu_fallback(op, stack);
+}
+
+void notImplementedFallback(const c10::OperatorHandle& op,
+                            torch::jit::Stack* /*stack*/) {
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      false, "operator ", op.operator_name(),
+      " is not implemented for device '", kDeviceName,
+      "'; add it to specs/operators.yaml (kind emulate, kernel or fallback)");
+}
+
+}  // namespace accgen::runtime

@@ -1,0 +1,26 @@
+// Pieces the runtime's translation units share with Registration.cpp, which
+// hands them to c10 once the backend owns the device type (Note [One
+// PrivateUse1 backend per process] in accgen/runtime/Registration.h).
+#pragma once
+
+namespace c10::impl {
+struct DeviceGuardImplInterface;
+}  // namespace c10::impl
+
+namespace at {
+struct PrivateUse1HooksInterface;
+}  // namespace at
+
+namespace accgen::runtime::detail {
+
+/// The device guard implementation (DeviceGuard.cpp).
+const c10::impl::DeviceGuardImplInterface* guardImpl();
+
+/// The PrivateUse1 hooks (Hooks.cpp).
+at::PrivateUse1HooksInterface* hooks();
+
+/// Registers the save/load functions of the tensors' backend metadata
+/// (Serialization.cpp).
+void registerSerialization();
+
+}  // namespace accgen::runtime::detail

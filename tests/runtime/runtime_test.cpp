@@ -1,0 +1,145 @@
+// The backend runtime, tested directly against libtorch: a program linked
+// with the test backend's core library (libtorch_rtest.so, built by
+// accgen_add_backend from the runtime's sources and backend.cpp) and torch,
+// without Python. The library registers the device when it loads.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <ATen/ATen.h>
+#include <c10/core/CachingDeviceAllocator.h>
+#include <c10/core/DeviceGuard.h>
+
+#include <accgen/runtime/Registration.h>
+#include <accgen/runtime/Runtime.h>
+#include <accgen/runtime/Tuning.h>
+
+namespace accgen::runtime {
+namespace {
+
+const c10::Device kDevice0(c10::DeviceType::PrivateUse1, 0);
+const c10::Device kDevice1(c10::DeviceType::PrivateUse1, 1);
+
+std::int64_t allocatedBytes(c10::DeviceIndex device) {
+  return getDeviceAllocator()
+      ->getDeviceStats(device)
+      .allocated_bytes[static_cast<std::size_t>(
+          c10::CachingAllocator::StatType::AGGREGATE)]
+      .current;
+}
+
+TEST(Registration, TheLibraryClaimsTheDeviceTypeWhenItLoads) {
+  EXPECT_TRUE(ownsDevice());
+  EXPECT_EQ(deviceTakenBy(), "");
+  EXPECT_EQ(c10::get_privateuse1_backend(), "rtest");
+  EXPECT_EQ(c10::Device("rtest:1"), kDevice1);
+}
+
+TEST(Devices, CountGuardAndErrors) {
+  EXPECT_EQ(deviceCount(), 2);
+  {
+    const c10::DeviceGuard guard(kDevice1);
+    EXPECT_EQ(currentDevice(), 1);
+  }
+  EXPECT_EQ(currentDevice(), 0);
+  try {
+    setDevice(5);
+    FAIL() << "setDevice(5) did not throw";
+  } catch (const c10::Error& error) {
+    EXPECT_NE(std::string(error.what()).find("rtest"), std::string::npos)
+        << error.what();
+  }
+}
+
+TEST(Tensors, RoundTripThroughDeviceMemory) {
+  const at::Tensor host = at::arange(12, at::kFloat).reshape({3, 4});
+  const at::Tensor device = host.to(kDevice1);
+  EXPECT_EQ(device.device(), kDevice1);
+  EXPECT_TRUE(at::equal(device.cpu(), host));
+  // A strided view copied back, and a copy across devices.
+  EXPECT_TRUE(at::equal(device.t().cpu(), host.t()));
+  EXPECT_TRUE(at::equal(device.to(kDevice0).cpu(), host));
+}
+
+TEST(Operators, EmulatedAndFallbackMatchTheCpu) {
+  const at::Tensor a = at::randn({5, 7});
+  const at::Tensor b = at::randn({5, 7});
+  const at::Tensor da = a.to(kDevice0);
+  const at::Tensor db = b.to(kDevice0);
+  // mul is emulated (backend.cpp), add falls back to the CPU.
+  EXPECT_TRUE(at::allclose((da * db).cpu(), a * b));
+  EXPECT_TRUE(at::allclose((da + db).cpu(), a + b));
+  at::Tensor out = at::empty({5, 7}, at::TensorOptions().device(kDevice0));
+  at::mul_out(out, da, db);
+  EXPECT_TRUE(at::allclose(out.cpu(), a * b));
+  EXPECT_EQ(at::ones({3}, at::TensorOptions().device(kDevice1))
+                .sum()
+                .item<float>(),
+            3.0f);
+}
+
+TEST(Generators, SeededDeviceRandomnessRepeats) {
+  at::manual_seed(7);
+  const at::Tensor first =
+      at::randn({16}, at::TensorOptions().device(kDevice0)).cpu();
+  at::manual_seed(7);
+  const at::Tensor second =
+      at::randn({16}, at::TensorOptions().device(kDevice0)).cpu();
+  EXPECT_TRUE(at::equal(first, second));
+  EXPECT_FALSE(at::equal(
+      first, at::randn({16}, at::TensorOptions().device(kDevice0)).cpu()));
+}
+
+TEST(Tuning, TheBackendsTuningIsInForce) {
+  EXPECT_EQ(tuning().streams.per_pool, 2);
+  // Two streams per pool, handed out round-robin.
+  const c10::Stream s0 = getStreamFromPool(0);
+  const c10::Stream s1 = getStreamFromPool(0);
+  const c10::Stream s2 = getStreamFromPool(0);
+  EXPECT_NE(s0, s1);
+  EXPECT_EQ(s0, s2);
+  // Allocations are rounded to the tuned 4096 bytes.
+  const std::int64_t before = allocatedBytes(0);
+  const at::Tensor one = at::empty({1}, at::TensorOptions().device(kDevice0));
+  EXPECT_EQ(allocatedBytes(0) - before, 4096);
+  // Device properties pass through the backend's hook.
+  EXPECT_STREQ(deviceProperties(1).name, "rtest device 1");
+}
+
+TEST(Tuning, ValuesOutsideTheirRangeAreRefused) {
+  RuntimeTuning tuning;
+  EXPECT_NO_THROW(checkTuning(tuning));
+  tuning.streams.per_pool = 33;
+  EXPECT_THROW(checkTuning(tuning), c10::Error);
+  tuning = RuntimeTuning{};
+  tuning.device_allocator.round_bytes = 1000;
+  EXPECT_THROW(checkTuning(tuning), c10::Error);
+  tuning = RuntimeTuning{};
+  tuning.host_allocator.round_bytes = 0;
+  EXPECT_THROW(checkTuning(tuning), c10::Error);
+}
+
+TEST(Allocator, FreedMemoryIsCachedAndReleasedByEmptyCache) {
+  getDeviceAllocator()->emptyCache();
+  const std::int64_t before = allocatedBytes(1);
+  {
+    const c10::DeviceGuard guard(kDevice1);
+    const at::Tensor t =
+        at::empty({1 << 20}, at::TensorOptions().device(kDevice1));
+    EXPECT_EQ(allocatedBytes(1) - before, 4 << 20);
+  }
+  EXPECT_EQ(allocatedBytes(1), before);
+  const auto stats = getDeviceAllocator()->getDeviceStats(1);
+  const auto aggregate =
+      static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+  EXPECT_GE(stats.reserved_bytes[aggregate].current, 4 << 20);
+  getDeviceAllocator()->emptyCache();
+  EXPECT_EQ(getDeviceAllocator()
+                ->getDeviceStats(1)
+                .reserved_bytes[aggregate]
+                .current,
+            0);
+}
+
+}  // namespace
+}  // namespace accgen::runtime
