@@ -224,8 +224,8 @@ TEST_F(CliTest, StaleGeneratedFilesAreRemoved) {
   Result r = accgen("generate", project);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.find(" 0 removed"), std::string::npos) << r.out;
-  EXPECT_FALSE(fs::exists(project / "torch_demo"));
-  EXPECT_TRUE(fs::exists(project / "torch_demo2"));
+  EXPECT_FALSE(fs::exists(project / "src" / "torch_demo"));
+  EXPECT_TRUE(fs::exists(project / "src" / "torch_demo2"));
 }
 
 TEST_F(CliTest, InvalidSpecLeavesTheTreeUntouched) {

@@ -62,7 +62,9 @@ TEST(CiWorkflowTemplate, RendersToValidYamlNamingTheRightCommands) {
   EXPECT_LT(build_accgen, check);
   EXPECT_LT(check, build);
   EXPECT_LT(build, tests);
-  at("CMAKE_PREFIX_PATH=\"${ACCGEN_PREFIX}\"");
+  // CMake finds accgen's package from its bin/ on PATH: no prefix variable.
+  at("echo \"${prefix}/bin\" >> \"${GITHUB_PATH}\"");
+  EXPECT_EQ(runs.find("CMAKE_PREFIX_PATH"), std::string::npos) << runs;
   at("torch.ones(3, device='ember')");
 }
 

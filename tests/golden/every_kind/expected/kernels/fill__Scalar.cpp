@@ -13,7 +13,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/fill_ops.h>
 
-#include "csrc/ops/Emulate.h"
+#include "csrc/Backend.h"
 #include "csrc/ops/KernelDecls.h"
 
 namespace kindly_ns::kernels {

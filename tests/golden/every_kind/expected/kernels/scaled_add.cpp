@@ -13,6 +13,7 @@
 #include <ATen/ops/empty_like.h>
 #include <c10/util/Exception.h>
 
+#include "csrc/Backend.h"
 #include "csrc/ops/KernelDecls.h"
 
 namespace kindly_ns::kernels {

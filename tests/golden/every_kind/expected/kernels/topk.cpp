@@ -12,7 +12,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/topk_ops.h>
 
-#include "csrc/ops/Emulate.h"
+#include "csrc/Backend.h"
 #include "csrc/ops/KernelDecls.h"
 
 namespace kindly_ns::kernels {

@@ -15,7 +15,7 @@
 #include <ATen/ops/softmax_ops.h>
 #include <ATen/ops/stack_ops.h>
 #include <ATen/ops/sum_ops.h>
-#include <torch/library.h>
+#include "csrc/Backend.h"
 
 namespace kindly_ns {
 namespace {
@@ -37,11 +37,11 @@ at::Tensor autocast_norm_Scalar(const at::Tensor& self, const at::Scalar& p) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m) {
+ACCGEN_LIBRARY_IMPL(_, AutocastPrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFallthrough());
 }
 
-TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
+ACCGEN_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
   KERNEL_PRIVATEUSEONE(addmm, lower_precision_fp)
   KERNEL_PRIVATEUSEONE(cat, promote)
   KERNEL_PRIVATEUSEONE(mm, lower_precision_fp)

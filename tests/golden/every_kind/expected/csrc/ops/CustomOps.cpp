@@ -17,6 +17,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
+#include "csrc/Backend.h"
 #include "csrc/ops/KernelDecls.h"
 
 namespace kindly_ns {
@@ -74,26 +75,26 @@ at::Tensor autograd_scaled_add(const at::Tensor& self, const at::Tensor& other, 
 
 }  // namespace
 
-TORCH_LIBRARY(kindly_ns, m) {
+ACCGEN_LIBRARY(kindly_ns, m) {
   m.def("rowsum(Tensor self) -> Tensor");
   m.def("scaled_add(Tensor self, Tensor other, float alpha=1.0) -> Tensor");
 }
 
-TORCH_LIBRARY_IMPL(kindly_ns, PrivateUse1, m) {
+ACCGEN_LIBRARY_IMPL(kindly_ns, PrivateUse1, m) {
   m.impl("rowsum", TORCH_FN(wrapper_rowsum));
   m.impl("scaled_add", TORCH_FN(wrapper_scaled_add));
 }
 
-TORCH_LIBRARY_IMPL(kindly_ns, Meta, m) {
+ACCGEN_LIBRARY_IMPL(kindly_ns, Meta, m) {
   m.impl("scaled_add", TORCH_FN(kernels::meta_scaled_add));
 }
 
-TORCH_LIBRARY_IMPL(kindly_ns, AutogradPrivateUse1, m) {
+ACCGEN_LIBRARY_IMPL(kindly_ns, AutogradPrivateUse1, m) {
   m.impl("scaled_add", TORCH_FN(autograd_scaled_add));
 }
 
 // On meta tensors too, so that they differentiate like fake ones.
-TORCH_LIBRARY_IMPL(kindly_ns, AutogradMeta, m) {
+ACCGEN_LIBRARY_IMPL(kindly_ns, AutogradMeta, m) {
   m.impl("scaled_add", TORCH_FN(autograd_scaled_add));
 }
 

@@ -2,16 +2,14 @@
 // Regenerate with `accgen generate`; edits here are reported, not kept.
 //
 // The `emulate` operators of kindly, part 0 of 1: their
-// CPU kernels run on the device memory (csrc/ops/Emulate.h). A functional
+// CPU kernels run on the device memory (accgen/runtime/Emulate.h). A functional
 // operator with a C++ meta function is computed through its out= overload
 // into results allocated with the meta shapes; every other form runs
 // directly (Note [How each emulated operator runs] in docs/operators.md).
 // Moving an operator to real hardware is one word in specs/operators.yaml:
 // kind emulate becomes kernel.
-#include "csrc/ops/Emulate.h"
-
 #include <ATen/ops/add_meta_dispatch.h>
-#include <torch/library.h>
+#include "csrc/Backend.h"
 
 namespace kindly_ns {
 
@@ -24,7 +22,7 @@ at::Tensor shape_add_Tensor(const at::Tensor& self, const at::Tensor& other, con
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("add.Tensor", emulate::viaOut("add.out", TORCH_FN(shape_add_Tensor)));
   m.impl("add.out", emulate::direct());
   m.impl("add_.Tensor", emulate::direct());

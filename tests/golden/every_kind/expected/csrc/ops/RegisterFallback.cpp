@@ -5,73 +5,20 @@
 // and every operator without a kindly kernel (the global
 // policy `fallback: cpu`). at::native::cpu_fallback copies the
 // arguments to the CPU, runs the CPU kernel and copies the results back;
-// random operators draw from the kindly generators (Note [kindly
-// generators on CPU kernels] in csrc/runtime/CpuGenerator.h). Set
+// random operators draw from the kindly generators (Note [Device
+// generators on CPU kernels] in accgen/runtime/CpuGenerator.h). Set
 // KINDLY_WARN_FALLBACK=1 to get one warning per operator that ran on the CPU.
-#include <cstdlib>
-#include <mutex>
-#include <set>
-#include <string>
-
-#include <ATen/native/CPUFallback.h>
-#include <c10/util/Exception.h>
-#include <torch/library.h>
-
-#include "csrc/ops/Emulate.h"
-#include "csrc/runtime/Runtime.h"
+#include "csrc/Backend.h"
 
 namespace kindly_ns {
-namespace {
 
-// Warns once per operator when KINDLY_WARN_FALLBACK=1.
-void noteFallback(const c10::OperatorHandle& op) {
-  static const bool enabled = [] {
-    const char* value = std::getenv("KINDLY_WARN_FALLBACK");
-    return value != nullptr && std::string(value) == "1";
-  }();
-  if (!enabled) {
-    return;
-  }
-  static std::mutex mutex;
-  static auto* seen = new std::set<std::string>();
-  std::lock_guard<std::mutex> lock(mutex);
-  const std::string name = c10::toString(op.operator_name());
-  if (seen->insert(name).second) {
-    TORCH_WARN(name, " ran on the CPU (fallback of device 'kindly'): its "
-               "arguments were copied to the host and its results back");
-  }
-}
-
-// The device of the first kindly tensor argument, else the current one.
-c10::DeviceIndex deviceOfArguments(const c10::OperatorHandle& op,
-                                   const torch::jit::Stack& stack) {
-  const std::size_t n = op.schema().arguments().size();
-  for (std::size_t i = stack.size() - n; i < stack.size(); ++i) {
-    const c10::IValue& value = stack[i];
-    if (value.isTensor() && value.toTensor().defined() &&
-        value.toTensor().device().type() == kDeviceType) {
-      return value.toTensor().device().index();
-    }
-  }
-  return currentDevice();
-}
-
-void cpuFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  noteFallback(op);
-  emulate::HostGenerators generators;
-  generators.borrow(op.schema(), *stack, deviceOfArguments(op, *stack));
-  at::native::cpu_fallback(op, stack);
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("cumsum", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
   m.impl("cumsum.out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
   m.impl("cumsum_", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
 }
 
-TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+ACCGEN_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
 }
 

@@ -10,75 +10,18 @@
 #include <vector>
 
 #include <ATen/DeviceGuard.h>
-#include <ATen/core/List.h>
-#include <ATen/ops/empty_strided.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/fill_ops.h>
 #include <ATen/ops/sub_meta_dispatch.h>
-#include <c10/core/DeviceGuard.h>
-#include <torch/library.h>
+#include <accgen/runtime/KernelSupport.h>
 
-#include "csrc/ops/Emulate.h"
+#include "csrc/Backend.h"
 #include "csrc/ops/KernelDecls.h"
-#include "csrc/runtime/Runtime.h"
 
 namespace kindly_ns {
 namespace {
 
-// Meta tensors with the dtype and geometry of the arguments: the inputs of
-// the Meta kernels that give derived forms their result shapes. CPU scalars
-// stay (they may be wrapped numbers, which type promotion treats apart).
-[[maybe_unused]] at::Tensor toMeta(const at::Tensor& t) {
-  if (!t.defined() || t.is_meta() || (t.is_cpu() && t.dim() == 0)) {
-    return t;
-  }
-  return emulate::metaTensor(t);
-}
-[[maybe_unused]] std::optional<at::Tensor> toMeta(
-    const std::optional<at::Tensor>& t) {
-  if (!t.has_value()) {
-    return t;
-  }
-  return toMeta(*t);
-}
-[[maybe_unused]] std::vector<at::Tensor> toMeta(const at::ITensorListRef& ts) {
-  std::vector<at::Tensor> out;
-  for (const at::Tensor& t : ts) {
-    out.push_back(toMeta(t));
-  }
-  return out;
-}
-[[maybe_unused]] c10::List<std::optional<at::Tensor>> toMeta(
-    const c10::List<std::optional<at::Tensor>>& ts) {
-  c10::List<std::optional<at::Tensor>> out;
-  for (std::optional<at::Tensor> t : ts) {
-    out.push_back(toMeta(t));
-  }
-  return out;
-}
-
-// The device of new results: that of the first tensor argument, else the
-// current kindly device.
-[[maybe_unused]] c10::Device deviceOf(const at::Tensor& t) {
-  return t.device();
-}
-[[maybe_unused]] c10::Device deviceOf(const std::optional<at::Tensor>& t) {
-  return t.has_value() ? t->device() : c10::Device(kDeviceType, currentDevice());
-}
-[[maybe_unused]] c10::Device deviceOf(const at::ITensorListRef& ts) {
-  return ts.size() > 0 ? ts.front().device()
-                       : c10::Device(kDeviceType, currentDevice());
-}
-[[maybe_unused]] c10::Device deviceOf() {
-  return c10::Device(kDeviceType, currentDevice());
-}
-
-// A new device tensor with the dtype and geometry of a meta result.
-[[maybe_unused]] at::Tensor emptyLike(const at::Tensor& meta,
-                                      c10::Device device) {
-  return at::empty_strided(meta.sizes(), meta.strides(),
-                           meta.options().device(device));
-}
+using namespace ::accgen::runtime::wrappers;
 
 // fill.Scalar
 at::Tensor wrapper_fill_Scalar(const at::Tensor& self, const at::Scalar& value) {
@@ -149,7 +92,7 @@ at::Tensor& wrapper_sub_out(const at::Tensor& self, const at::Tensor& other, con
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill.Scalar", TORCH_FN(wrapper_fill_Scalar));
   m.impl("fill_.Scalar", TORCH_FN(wrapper_fill__Scalar));
   m.impl("mul.Tensor", TORCH_FN(wrapper_mul_Tensor));

@@ -6,154 +6,16 @@
 // which builds a TensorIterator over the kindly tensors and calls a
 // DispatchStub; the stub's kindly entry runs the stub's CPU loop on the
 // device memory as a kernel on the current stream.
-
-// Calling a stub's CPU entry from here needs DispatchStub.h to declare the
-// CPU capabilities torch itself was built with; these macros come from
-// torch's build, not its headers (x86-64 wheels have AVX2 and AVX512).
-#if defined(__x86_64__) || defined(_M_X64)
-#define HAVE_AVX512_CPU_DEFINITION
-#define HAVE_AVX2_CPU_DEFINITION
-#endif
-
-#include <type_traits>
-#include <utility>
+#include <accgen/runtime/StubSupport.h>
 
 #include <ATen/native/UnaryOps.h>
 #include <ATen/ops/abs_native.h>
-#include <ATen/TensorIterator.h>
-#include <ATen/native/Resize.h>
-#include <ATen/native/DispatchStub.h>
-#include <c10/util/SmallVector.h>
-#include <torch/library.h>
-
-#include "csrc/ops/Emulate.h"
-#include "csrc/runtime/Runtime.h"
+#include "csrc/Backend.h"
 
 namespace kindly_ns {
 namespace {
 
-// The device memory a stub's arguments give its loop.
-class StubBuffers {
- public:
-  void add(const at::TensorIteratorBase& iter) {
-    checkDtypes(iter);
-    for (int i = 0; i < iter.ntensors(); ++i) {
-      add(iter.tensor_base(i));
-    }
-  }
-  void add(const at::TensorBase& t) {
-    if (t.defined() && t.device().type() == kDeviceType) {
-      if (device_ < 0) {
-        device_ = t.device().index();
-      }
-      if (t.storage().data() != nullptr) {
-        buffers_.push_back(t.storage().data());
-      }
-    }
-  }
-  // Any other argument: a TensorIterator of a stub typed with the derived
-  // class (addr_stub) counts as its base; scalars and the rest carry no
-  // device memory.
-  template <class T>
-  void add(const T& arg) {
-    if constexpr (std::is_base_of_v<at::TensorIteratorBase, T>) {
-      add(static_cast<const at::TensorIteratorBase&>(arg));
-    }
-  }
-
-  c10::DeviceIndex device() const {
-    return device_ < 0 ? currentDevice() : device_;
-  }
-  c10::ArrayRef<const void*> buffers() const {
-    return buffers_;
-  }
-
- private:
-  // Note [Emulated stub entries do not cast]
-  // On the CPU, a TensorIterator casts inputs to the computation dtype (and
-  // results back) before the loop runs; on any other device it leaves that
-  // to the device's kernel, which reads each operand in its own dtype. The
-  // stub's CPU loop cannot: it would read an int64 input of sin as floats.
-  // Refuse instead of computing garbage (bool results of comparisons and
-  // CPU scalars are read correctly).
-  static void checkDtypes(const at::TensorIteratorBase& iter) {
-    const auto common = iter.maybe_common_dtype();
-    if (!common.has_value()) {
-      return;
-    }
-    for (int i = 0; i < iter.ntensors(); ++i) {
-      const at::ScalarType dtype = iter.dtype(i);
-      const bool bool_result = i < iter.noutputs() && dtype == at::kBool;
-      TORCH_CHECK(dtype == *common || bool_result || iter.is_cpu_scalar(i),
-                  "the emulated kindly stub loop computes in ", *common,
-                  " but an operand is ", dtype, "; cast the operands to ",
-                  *common, " first, or register the operator with kind "
-                  "emulate, whose CPU kernel casts");
-    }
-  }
-
-  c10::SmallVector<const void*, 4> buffers_;
-  c10::DeviceIndex device_ = -1;
-};
-
-// The kindly entry of a DispatchStub: its CPU loop, launched on the device.
-template <auto& stub, class Fn>
-struct OnDevice;
-
-template <auto& stub, class... Args>
-struct OnDevice<stub, void (*)(Args...)> {
-  static void run(Args... args) {
-    StubBuffers buffers;
-    (buffers.add(args), ...);
-    emulate::runOnDevice(buffers.device(), buffers.buffers(), [&] {
-      stub(c10::DeviceType::CPU, std::forward<Args>(args)...);
-    });
-  }
-};
-
-// A structured kernel class of ATen (at::native::structured_<op>_out)
-// computing into a given out= tensor: its meta() decides the result's
-// shape, dtype and strides, which the tensor takes as an out= argument
-// does, and its impl() runs the stub (Note [Stubs of structured operators]
-// in docs/operators.md).
-template <class Kernel>
-class [[maybe_unused]] IntoOutput final : public Kernel {
- public:
-  explicit IntoOutput(const at::Tensor& out) : out_(out) {}
-
-  void set_output_strided(int64_t index, at::IntArrayRef sizes,
-                          at::IntArrayRef strides,
-                          at::TensorOptions options) override {
-    prepare(sizes, strides, options);
-    Kernel::set_output_raw_strided(index, sizes, strides, options);
-  }
-
-  void set_output_raw_strided(int64_t index, at::IntArrayRef sizes,
-                              at::IntArrayRef strides,
-                              at::TensorOptions options) override {
-    prepare(sizes, strides, options);
-    Kernel::set_output_raw_strided(index, sizes, strides, options);
-  }
-
-  const at::Tensor& maybe_get_output(int64_t) override {
-    return out_;
-  }
-
- private:
-  // An out= tensor keeps its strides unless it has to be resized.
-  void prepare(at::IntArrayRef sizes, at::IntArrayRef strides,
-               const at::TensorOptions& options) {
-    TORCH_CHECK(options.dtype() == out_.dtype(), "expected an out tensor of "
-                "dtype ", options.dtype(), ", got ", out_.dtype());
-    TORCH_CHECK(options.device() == out_.device(), "expected an out tensor "
-                "on ", options.device(), ", got one on ", out_.device());
-    if (at::native::resize_output(out_, sizes) && !strides.empty()) {
-      out_.as_strided_(sizes, strides);
-    }
-  }
-
-  const at::Tensor& out_;
-};
+using namespace ::accgen::runtime::stubs;
 
 // abs.out reaches abs_stub.
 at::Tensor& wrapper_abs_out(const at::Tensor& self, at::Tensor& out) {
@@ -162,7 +24,7 @@ at::Tensor& wrapper_abs_out(const at::Tensor& self, at::Tensor& out) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("abs.out", TORCH_FN(wrapper_abs_out));
 }
 
@@ -170,5 +32,5 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
 namespace at::native {
 REGISTER_PRIVATEUSE1_DISPATCH(
-    abs_stub, (&::kindly_ns::OnDevice<abs_stub, decltype(abs_stub)::FnPtr>::run))
+    abs_stub, (&::accgen::runtime::stubs::OnDevice<abs_stub, decltype(abs_stub)::FnPtr>::run))
 }  // namespace at::native

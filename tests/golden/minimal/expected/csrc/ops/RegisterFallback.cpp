@@ -6,74 +6,14 @@
 // operator without a tiny kernel raises an error naming it (the global
 // policy `fallback: error`). at::native::cpu_fallback copies the
 // arguments to the CPU, runs the CPU kernel and copies the results back;
-// random operators draw from the tiny generators (Note [tiny
-// generators on CPU kernels] in csrc/runtime/CpuGenerator.h). Set
+// random operators draw from the tiny generators (Note [Device
+// generators on CPU kernels] in accgen/runtime/CpuGenerator.h). Set
 // TINY_WARN_FALLBACK=1 to get one warning per operator that ran on the CPU.
-#include <cstdlib>
-#include <mutex>
-#include <set>
-#include <string>
-
-#include <ATen/native/CPUFallback.h>
-#include <c10/util/Exception.h>
-#include <torch/library.h>
-
-#include "csrc/ops/Emulate.h"
-#include "csrc/runtime/Runtime.h"
+#include "csrc/Backend.h"
 
 namespace tiny {
-namespace {
 
-// Warns once per operator when TINY_WARN_FALLBACK=1.
-void noteFallback(const c10::OperatorHandle& op) {
-  static const bool enabled = [] {
-    const char* value = std::getenv("TINY_WARN_FALLBACK");
-    return value != nullptr && std::string(value) == "1";
-  }();
-  if (!enabled) {
-    return;
-  }
-  static std::mutex mutex;
-  static auto* seen = new std::set<std::string>();
-  std::lock_guard<std::mutex> lock(mutex);
-  const std::string name = c10::toString(op.operator_name());
-  if (seen->insert(name).second) {
-    TORCH_WARN(name, " ran on the CPU (fallback of device 'tiny'): its "
-               "arguments were copied to the host and its results back");
-  }
-}
-
-// The device of the first tiny tensor argument, else the current one.
-c10::DeviceIndex deviceOfArguments(const c10::OperatorHandle& op,
-                                   const torch::jit::Stack& stack) {
-  const std::size_t n = op.schema().arguments().size();
-  for (std::size_t i = stack.size() - n; i < stack.size(); ++i) {
-    const c10::IValue& value = stack[i];
-    if (value.isTensor() && value.toTensor().defined() &&
-        value.toTensor().device().type() == kDeviceType) {
-      return value.toTensor().device().index();
-    }
-  }
-  return currentDevice();
-}
-
-void cpuFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  noteFallback(op);
-  emulate::HostGenerators generators;
-  generators.borrow(op.schema(), *stack, deviceOfArguments(op, *stack));
-  at::native::cpu_fallback(op, stack);
-}
-
-void notImplemented(const c10::OperatorHandle& op, torch::jit::Stack*) {
-  TORCH_CHECK_NOT_IMPLEMENTED(
-      false, "operator ", op.operator_name(),
-      " is not implemented for device 'tiny'; add it to "
-      "specs/operators.yaml (kind emulate, kernel or fallback)");
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // What torch itself runs to create, print and copy tensors stays on the
   // CPU until the spec registers it (Note [Operators the error policy keeps]
   // in docs/operators.md).
@@ -96,8 +36,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("zero_", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
 }
 
-TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&notImplemented>());
+ACCGEN_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&notImplementedFallback>());
 }
 
 }  // namespace tiny
