@@ -42,9 +42,14 @@ def second_backend(tmp_path_factory):
     assert regen.stdout.startswith(tuple(f"{n} written" for n in range(1, 100))), \
         regen.stdout
     target = work / "site"
-    # CCACHE_BASEDIR makes compiler command lines relative to the temporary
-    # directory, so ccache recognises the same sources in the next run.
-    env = dict(os.environ, CMAKE_PREFIX_PATH=PREFIX, CCACHE_BASEDIR=str(work))
+    # The command the README gives, with accgen's bin/ on PATH and nothing
+    # else: CMake finds accgen's package from PATH. CCACHE_BASEDIR makes
+    # compiler command lines relative to the temporary directory, so ccache
+    # recognises the same sources in the next run.
+    env = dict(os.environ, CCACHE_BASEDIR=str(work),
+               PATH=os.pathsep.join([os.path.join(PREFIX, "bin"),
+                                     os.environ.get("PATH", "")]))
+    env.pop("CMAKE_PREFIX_PATH", None)
     run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation",
          "--no-deps", "--target", str(target), str(project)], env=env)
     return target
@@ -111,3 +116,44 @@ def test_noop_regeneration_rebuilds_nothing(second_backend):
     (build_dir,) = (project / "build").iterdir()
     rebuild = run(["cmake", "--build", str(build_dir)])
     assert "no work to do" in rebuild.stdout, rebuild.stdout
+
+
+def test_readme_command_runs_in_the_project_directory(second_backend):
+    # The README's own command, run where a user runs it: in the project,
+    # whose src/ layout keeps the unbuilt package off sys.path.
+    project = second_backend.parent / "second"
+    readme = (project / "README.md").read_text()
+    command = next(line.strip() for line in readme.splitlines()
+                   if line.strip().startswith("python -c"))
+    code = command[len("python -c "):].strip("\"")
+    env = dict(os.environ, PYTHONPATH=str(second_backend),
+               TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    r = subprocess.run([sys.executable, "-c", "import torch_second\n" + code],
+                       capture_output=True, text=True, env=env, cwd=str(project))
+    assert r.returncode == 0, r.stderr
+    assert "device='second:0'" in r.stdout, r.stdout
+    assert not (project / "torch_second").exists()
+
+
+def test_two_backends_in_one_process(second_backend):
+    # The example backend is installed in this environment, the second one
+    # is on PYTHONPATH: `import torch` autoloads both. PyTorch takes one
+    # PrivateUse1 backend per process; the one that loads second must leave
+    # the first working and say once which packages clash.
+    env = dict(os.environ, PYTHONPATH=str(second_backend))
+    env.pop("TORCH_DEVICE_BACKEND_AUTOLOAD", None)
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import torch
+        owner = torch._C._get_privateuse1_backend_name()
+        x = torch.ones(3, device=owner) + 1
+        assert x.cpu().tolist() == [2.0, 2.0, 2.0]
+        print("owner", owner)
+    """)], capture_output=True, text=True, env=env, cwd=str(second_backend))
+    assert r.returncode == 0, r.stderr
+    owner = r.stdout.split()[-1]
+    assert owner in ("second", "accel"), r.stdout
+    loser = "torch_accel" if owner == "second" else "torch_second"
+    warnings = [line for line in r.stderr.splitlines() if "is not active" in line]
+    assert len(warnings) == 1, r.stderr
+    assert warnings[0].count(loser) >= 1 and f"'{owner}'" in warnings[0], r.stderr
+    assert "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in warnings[0], r.stderr

@@ -18,7 +18,7 @@ SPECS = pathlib.Path(os.environ.get("ACCGEN_TEST_SPECS", _REPO / "specs"))
 # The generated file that registers each kind (the dispatcher records the
 # file and line of every registration).
 KIND_FILE = {
-    "builtin": r"csrc/ops/Builtin\w*\.cpp",
+    "builtin": r"runtime/src/Builtin\.cpp",
     "emulate": r"csrc/ops/RegisterEmulate_\d+\.cpp",
     "kernel": r"csrc/ops/RegisterKernels\.cpp",
     "stub": r"csrc/ops/RegisterStubs\.cpp",
