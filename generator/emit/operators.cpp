@@ -31,10 +31,11 @@ namespace {
 using nlohmann::json;
 using schema::SchemaKind;
 
-// Registrations per RegisterEmulate_<k>.cpp: small enough that two cores
-// build the shards in parallel with the rest, large enough not to drown the
-// build in per-file overhead (each shard parses the dispatcher headers once).
-constexpr std::size_t kEmulateShardSize = 40;
+// Registrations per RegisterEmulate_<k>.cpp: large enough not to drown the
+// build in per-file overhead (each shard loads the precompiled torch headers
+// and parses the per-operator meta headers once), small enough that two
+// cores build a large backend's shards in parallel with the rest.
+constexpr std::size_t kEmulateShardSize = 120;
 
 // A shape function's name: wrapper_add_Tensor -> shape_add_Tensor.
 std::string shapeName(const model::Registration& r) {

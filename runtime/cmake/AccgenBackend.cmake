@@ -5,7 +5,9 @@
 #   accgen_add_backend(accel
 #     PACKAGE torch_accel            # the Python package
 #     CONFIG_DIR csrc                # holds the generated accgen_config.h
-#     SOURCES ${generated_and_user_sources}
+#     GENERATED_SOURCES ${csrc_ops}  # accgen's registrations: compiled in
+#                                    # unity batches (Note [Unity batches])
+#     SOURCES ${user_sources}        # kernels, tuning: one unit each
 #     [DRIVER <target>]              # implements accgen/driver.h;
 #                                    # default: accgen::emulator
 #     [PYTHON_MODULE]                # also build <package>._C
@@ -76,16 +78,26 @@ function(accgen_find_torch)
   set(ACCGEN_TORCH_DIR "${torch_dir}" CACHE INTERNAL "torch of the build")
 endfunction()
 
-# The runtime's C++ sources, compiled into every backend.
-set(ACCGEN_RUNTIME_SOURCES
-  Allocator.cpp Builtin.cpp DeviceGuard.cpp Driver.cpp Emulate.cpp
-  Fallback.cpp Generator.cpp Hooks.cpp HostAllocator.cpp Registration.cpp
-  Serialization.cpp Tuning.cpp)
-list(TRANSFORM ACCGEN_RUNTIME_SOURCES PREPEND "${ACCGEN_RUNTIME_DIR}/src/")
+# The runtime's C++ sources, compiled into every backend in two unity
+# translation units of about equal cost (one per core), so that torch's
+# headers are read twice rather than once per source.
+set(ACCGEN_RUNTIME_SOURCES_A
+  Emulate.cpp Fallback.cpp Registration.cpp Tuning.cpp Driver.cpp
+  Generator.cpp)
+set(ACCGEN_RUNTIME_SOURCES_B
+  Builtin.cpp Allocator.cpp HostAllocator.cpp DeviceGuard.cpp Hooks.cpp
+  Serialization.cpp)
+list(TRANSFORM ACCGEN_RUNTIME_SOURCES_A PREPEND "${ACCGEN_RUNTIME_DIR}/src/")
+list(TRANSFORM ACCGEN_RUNTIME_SOURCES_B PREPEND "${ACCGEN_RUNTIME_DIR}/src/")
+set(ACCGEN_RUNTIME_SOURCES ${ACCGEN_RUNTIME_SOURCES_A} ${ACCGEN_RUNTIME_SOURCES_B})
+set_source_files_properties(${ACCGEN_RUNTIME_SOURCES_A} PROPERTIES
+  UNITY_GROUP accgen_runtime_a)
+set_source_files_properties(${ACCGEN_RUNTIME_SOURCES_B} PROPERTIES
+  UNITY_GROUP accgen_runtime_b)
 
 function(accgen_add_backend name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "PYTHON_MODULE;NO_INSTALL"
-    "PACKAGE;CONFIG_DIR;DRIVER;INSTALL_DIR" "SOURCES")
+    "PACKAGE;CONFIG_DIR;DRIVER;INSTALL_DIR" "SOURCES;GENERATED_SOURCES")
   if(NOT arg_PACKAGE OR NOT arg_CONFIG_DIR)
     message(FATAL_ERROR "accgen_add_backend(${name}): PACKAGE and CONFIG_DIR are required")
   endif()
@@ -104,7 +116,9 @@ function(accgen_add_backend name)
   accgen_find_torch()
 
   set(core torch_${name})
-  add_library(${core} SHARED ${ACCGEN_RUNTIME_SOURCES} ${arg_SOURCES})
+  add_library(${core} SHARED ${ACCGEN_RUNTIME_SOURCES}
+              ${arg_GENERATED_SOURCES} ${arg_SOURCES})
+  _accgen_unity_batches(${core} ${arg_GENERATED_SOURCES})
   target_compile_features(${core} PUBLIC cxx_std_20)
   target_include_directories(${core}
     PUBLIC
@@ -120,6 +134,8 @@ function(accgen_add_backend name)
   target_precompile_headers(${core} PRIVATE
     "${ACCGEN_RUNTIME_DIR}/include/accgen/runtime/Precompiled.h")
   set_target_properties(${core} PROPERTIES
+    UNITY_BUILD ON
+    UNITY_BUILD_MODE GROUP
     OUTPUT_NAME torch_${name}
     # Installed in <package>/lib, torch in site-packages/torch/lib.
     INSTALL_RPATH "$ORIGIN/../../torch/lib")
@@ -136,8 +152,9 @@ function(accgen_add_backend name)
     set(module torch_${name}_python)
     Python3_add_library(${module} MODULE WITH_SOABI
       "${ACCGEN_RUNTIME_DIR}/python/Module.cpp")
+    # No precompiled header: pybind11 and torch/csrc dominate this one, and
+    # without it the module compiles while the core's header is made.
     target_link_libraries(${module} PRIVATE ${core} accgen::torch_python)
-    target_precompile_headers(${module} REUSE_FROM ${core})
     set_target_properties(${module} PROPERTIES
       OUTPUT_NAME _C
       CXX_VISIBILITY_PRESET hidden
@@ -149,6 +166,33 @@ function(accgen_add_backend name)
               DESTINATION "${arg_INSTALL_DIR}" RENAME _device.py)
     endif()
   endif()
+endfunction()
+
+# Note [Unity batches]
+# Most of a generated registration file's compile time is torch's headers:
+# autocast_mode.h alone includes all of ATen, and each emulated shard reads
+# the meta headers of its operators. Compiling the generated files in
+# batches of up to four reads those once per batch. Files are dealt out
+# round-robin, so the heavy ones (Autocast.cpp, CustomOps.cpp, the emulated
+# shards) spread over the batches and the batches over the cores. Every
+# generated file keeps its helpers in a namespace of its family
+# (<namespace>::emulated, ::kernel_wrappers, ...), so files batched together
+# cannot clash. User kernels are never batched: their names are their own.
+function(_accgen_unity_batches target)
+  set(sources ${ARGN})
+  list(SORT sources)
+  list(LENGTH sources count)
+  if(count EQUAL 0)
+    return()
+  endif()
+  math(EXPR batches "(${count} + 3) / 4")
+  set(index 0)
+  foreach(source IN LISTS sources)
+    math(EXPR batch "${index} % ${batches}")
+    set_source_files_properties("${source}" TARGET_DIRECTORY ${target}
+      PROPERTIES UNITY_GROUP "accgen_ops_${batch}")
+    math(EXPR index "${index} + 1")
+  endforeach()
 endfunction()
 
 # The CMake package of a backend's core library, installed with it: the

@@ -35,7 +35,7 @@
 #include <ATen/ops/where_ops.h>
 #include "csrc/Backend.h"
 
-namespace accel {
+namespace accel::autocast_rules {
 namespace {
 
 const bool kDefaultDtypeSet = [] {
@@ -98,4 +98,4 @@ ACCGEN_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
   KERNEL_PRIVATEUSEONE(where, self, promote)
 }
 
-}  // namespace accel
+}  // namespace accel::autocast_rules

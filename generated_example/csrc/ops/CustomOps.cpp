@@ -20,7 +20,7 @@
 #include "csrc/Backend.h"
 #include "csrc/ops/KernelDecls.h"
 
-namespace accel {
+namespace accel::custom_ops {
 namespace {
 
 // accel::scaled_add on accel.
@@ -90,4 +90,4 @@ ACCGEN_LIBRARY_IMPL(accel, AutogradMeta, m) {
   m.impl("scaled_add", TORCH_FN(autograd_scaled_add));
 }
 
-}  // namespace accel
+}  // namespace accel::custom_ops

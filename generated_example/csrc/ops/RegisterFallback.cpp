@@ -10,7 +10,7 @@
 // ACCEL_WARN_FALLBACK=1 to get one warning per operator that ran on the CPU.
 #include "csrc/Backend.h"
 
-namespace accel {
+namespace accel::fallback {
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("cumsum", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
@@ -22,4 +22,4 @@ ACCGEN_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
 }
 
-}  // namespace accel
+}  // namespace accel::fallback

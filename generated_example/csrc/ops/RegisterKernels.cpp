@@ -17,7 +17,7 @@
 #include "csrc/Backend.h"
 #include "csrc/ops/KernelDecls.h"
 
-namespace accel {
+namespace accel::kernel_wrappers {
 namespace {
 
 using namespace ::accgen::runtime::wrappers;
@@ -86,4 +86,4 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("relu_", TORCH_FN(wrapper_relu_));
 }
 
-}  // namespace accel
+}  // namespace accel::kernel_wrappers

@@ -15,7 +15,7 @@
 #include <ATen/ops/sin_native.h>
 #include "csrc/Backend.h"
 
-namespace accel {
+namespace accel::stub_wrappers {
 namespace {
 
 using namespace ::accgen::runtime::stubs;
@@ -46,7 +46,7 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sin.out", TORCH_FN(wrapper_sin_out));
 }
 
-}  // namespace accel
+}  // namespace accel::stub_wrappers
 
 namespace at::native {
 REGISTER_PRIVATEUSE1_DISPATCH(
