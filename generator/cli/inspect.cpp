@@ -68,7 +68,10 @@ int runInspect(const InspectOptions& options, std::ostream& out,
     j["name"] = "aten::" + fn->schema.fullName();
     j["schema"] = fn->schema.text;
     j["defined_at"] = fn->loc.str();
-    j["signature"] = schema::dispatcherSignature(fn->schema).decl("kernel");
+    // The signature the backend would register it with, options and all.
+    j["signature"] =
+        model::registrationOf(schemas.registry->shared(*fn), /*primary=*/true)
+            .signature.decl("kernel");
     nlohmann::ordered_json dispatch = nlohmann::ordered_json::object();
     for (const auto& [key, kernel] : fn->dispatch)
       dispatch[key] = kernel;

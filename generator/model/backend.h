@@ -51,6 +51,14 @@ struct Registration {
   const schema::FunctionSchema& schema() const { return function->schema; }
 };
 
+/// `fn` registered on PrivateUse1: its dispatcher signature with the
+/// options of its native_functions.yaml entry (bindings point into *fn) and
+/// its role. The one way the model maps an aten function to C++; the
+/// all-operator signature proof (tests/schema_compile) goes through it too.
+/// Throws schema::SchemaParseError for a type the schema layer cannot map.
+Registration registrationOf(std::shared_ptr<const schema::NativeFunction> fn,
+                            bool primary);
+
 /// One entry of operators.yaml, resolved.
 struct Operator {
   /// As listed: "add.Tensor".

@@ -93,6 +93,16 @@ const std::vector<std::string>& builtinOperators() {
   return kBuiltins;
 }
 
+Registration registrationOf(std::shared_ptr<const NativeFunction> fn,
+                            bool primary) {
+  Registration r;
+  r.function = std::move(fn);
+  r.signature = schema::dispatcherSignature(*r.function);
+  r.role = r.function->schema.kind();
+  r.primary = primary;
+  return r;
+}
+
 const Registration& Operator::primary() const {
   for (const auto& m : members) {
     if (m.primary) return m;
@@ -163,12 +173,14 @@ class BackendBuilder {
     return registry_.shared(fn);
   }
 
-  // The dispatcher signature, or an error at `loc` when the schema layer
-  // cannot map a type (a bug or a new type in a newer torch).
-  std::optional<schema::CppSignature> signatureOf(
-      const schema::FunctionSchema& s, const SourceLoc& loc) {
+  // Maps a schema through `map` (a dispatcher signature or a whole
+  // registration); an error at `loc` when the schema layer cannot map a type
+  // (a bug or a new type in a newer torch).
+  template <typename Map>
+  auto mapped(const schema::FunctionSchema& s, const SourceLoc& loc, Map map)
+      -> std::optional<decltype(map())> {
     try {
-      return schema::dispatcherSignature(s);
+      return map();
     } catch (const schema::SchemaParseError& e) {
       error(loc, "cannot map '" + s.fullName() +
                      "' to a C++ signature: " + e.detail());
@@ -178,14 +190,8 @@ class BackendBuilder {
 
   std::optional<Registration> registration(const NativeFunction& fn,
                                            bool primary, const SourceLoc& loc) {
-    Registration r;
-    r.function = share(fn);
-    auto sig = signatureOf(r.function->schema, loc);
-    if (!sig) return std::nullopt;
-    r.signature = std::move(*sig);
-    r.role = fn.schema.kind();
-    r.primary = primary;
-    return r;
+    return mapped(fn.schema, loc,
+                  [&] { return registrationOf(share(fn), primary); });
   }
 
   // Full names of every overload of the base name `name`, sorted.
@@ -593,7 +599,10 @@ class BackendBuilder {
       }
       auto shared =
           std::make_shared<const schema::FunctionSchema>(std::move(parsed));
-      auto sig = signatureOf(*shared, entry.schema_loc);
+      // A schema of no native_functions.yaml entry: no entry options.
+      auto sig = mapped(*shared, entry.schema_loc, [&] {
+        return schema::dispatcherSignature(*shared, {});
+      });
       if (!sig) continue;
       CustomOperator c;
       c.schema = shared;
@@ -653,7 +662,9 @@ class BackendBuilder {
       if (dtype_overload != nullptr)
         rule.dtype_overload = share(*dtype_overload);
       // The signature points into the shared copy, not the registry.
-      auto sig = signatureOf(rule.function->schema, entry.loc);
+      auto sig = mapped(rule.function->schema, entry.loc, [&] {
+        return schema::dispatcherSignature(*rule.function);
+      });
       if (!sig) continue;
       rule.signature = std::move(*sig);
       rule.loc = entry.loc;

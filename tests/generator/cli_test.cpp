@@ -276,6 +276,25 @@ TEST_F(CliTest, InspectShowsSchemaSignatureAndRegistration) {
   EXPECT_NE(bad.err.find("did you mean 'add.Tensor'"), std::string::npos);
 }
 
+TEST_F(CliTest, InspectShowsTheSignatureOptionsOfTheEntry) {
+  // cat is structured: ATen takes its tensors as ITensorListRef, and so
+  // does the kernel the backend would register.
+  Result r = accgen("inspect cat --specs nowhere", dir_);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("at::Tensor kernel(const at::ITensorListRef& "
+                       "tensors, int64_t dim)"),
+            std::string::npos)
+      << r.out;
+  // resize_as_ uses const references for the tensors it writes.
+  Result resize = accgen("inspect --json resize_as_ --specs nowhere", dir_);
+  ASSERT_EQ(resize.code, 0) << resize.err;
+  auto j = nlohmann::json::parse(resize.out);
+  EXPECT_EQ(j["signature"].get<std::string>().rfind(
+                "const at::Tensor& kernel(const at::Tensor& self", 0),
+            0u)
+      << resize.out;
+}
+
 /// The spec error cases of tests/errors, through the binary: the same
 /// diagnostics as the in-process test, then the summary line, exit code 3.
 TEST_F(CliTest, ErrorCasesThroughTheBinary) {

@@ -199,6 +199,38 @@ TEST_F(RealTorch, NamesAndSignatures) {
   EXPECT_EQ(out.signature.arguments.back().name, "out");
 }
 
+// The signature options of an entry (structured: ITensorListRef; resize_
+// and friends: const references to written tensors) reach the wrappers:
+// c10 refuses a kernel whose C++ type differs from ATen's declaration.
+TEST_F(RealTorch, KernelSignaturesKeepTheEntryOptions) {
+  DiagnosticEngine diags;
+  auto backend = build(specs(std::string("operators:\n") + kBuiltins +
+                             "  - {op: cat, kind: kernel}\n"
+                             "  - {op: resize_as_, kind: kernel}\n"),
+                       diags);
+  ASSERT_TRUE(backend) << printed(diags);
+  const Operator* cat = backend->findRegistration("cat");
+  ASSERT_NE(cat, nullptr);
+  EXPECT_EQ(cat->signature().decl("kernel_cat"),
+            "at::Tensor kernel_cat(const at::ITensorListRef& tensors, "
+            "int64_t dim)");
+  ASSERT_NE(cat->member("cat.out"), nullptr);
+  EXPECT_EQ(cat->member("cat.out")->signature.paramTypes(),
+            "const at::ITensorListRef&, int64_t, at::Tensor&");
+  const Operator* resize_as = backend->findRegistration("resize_as_");
+  ASSERT_NE(resize_as, nullptr);
+  EXPECT_EQ(resize_as->signature().returns.text, "const at::Tensor&");
+  EXPECT_EQ(resize_as->signature().arguments.front().type.text,
+            "const at::Tensor&");
+  // The model's mapping for a function is registrationOf's.
+  const schema::NativeFunction* fn = registry_->find("cat");
+  ASSERT_NE(fn, nullptr);
+  Registration r = registrationOf(registry_->shared(*fn), /*primary=*/true);
+  EXPECT_EQ(r.signature.functionType(),
+            cat->signature().functionType());
+  EXPECT_EQ(r.role, schema::SchemaKind::kFunctional);
+}
+
 TEST_F(RealTorch, BackendValuesAndCustomOperators) {
   DiagnosticEngine diags;
   auto backend = build(
