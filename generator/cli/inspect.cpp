@@ -58,7 +58,7 @@ int runInspect(const InspectOptions& options, std::ostream& out,
     j["name"] = custom->qualified_name;
     j["schema"] = custom->schema->text;
     j["signature"] = custom->signature.decl(custom->wrapper_name);
-    j["registration"] = {{"kind", "custom"},
+    j["registration"] = {{"kind", spec::kindName(spec::OpKind::kCustom)},
                          {"kernel", custom->kernel_name},
                          {"kernel_file", custom->kernel_file},
                          {"meta", custom->meta},

@@ -328,6 +328,12 @@ TEST_F(CliTest, ErrorCasesThroughTheBinary) {
     if (expected_code == 3) {
       EXPECT_NE(r.err.find("in specs; nothing was written"), std::string::npos)
           << entry.path().filename();
+      // Every check is the model's: generate refuses exactly what validate
+      // refuses, with the same located messages, before writing anything.
+      Result gen = accgen("generate --specs specs --out out", work);
+      EXPECT_EQ(gen.code, r.code) << entry.path().filename();
+      EXPECT_EQ(gen.err, r.err) << entry.path().filename();
+      EXPECT_FALSE(fs::exists(work / "out")) << entry.path().filename();
     }
     ++ran;
   }

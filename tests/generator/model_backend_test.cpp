@@ -395,10 +395,10 @@ TEST_F(RealTorch, KindRules) {
 TEST_F(RealTorch, ADefaultStubThatExistsIsAccepted) {
   DiagnosticEngine diags;
   auto backend = build(specs(std::string("operators:\n") + kBuiltins +
-                             "  - {op: cumsum.out, kind: stub}\n"),
+                             "  - {op: sin.out, kind: stub}\n"),
                        diags);
   ASSERT_TRUE(backend) << printed(diags);
-  EXPECT_EQ(backend->findRegistration("cumsum.out")->stub, "cumsum_stub");
+  EXPECT_EQ(backend->findRegistration("sin.out")->stub, "sin_stub");
 }
 
 TEST_F(RealTorch, StubsAreScannedFromTheIncludeDirectory) {
@@ -465,6 +465,10 @@ TEST_F(RealTorch, CustomOperatorRules) {
        5},
       {"f(Tensor self) -> ()", "    autograd: true\n",
        "custom operator 'f' cannot have autograd: it returns no Tensor", 5},
+      {"f(Tensor self) -> (Tensor, int)", "    autograd: true\n",
+       "custom operator 'f' cannot have autograd: it returns a value that is "
+       "not a Tensor",
+       5},
   };
   for (const auto& c : cases) {
     DiagnosticEngine diags;
@@ -478,6 +482,77 @@ TEST_F(RealTorch, CustomOperatorRules) {
     EXPECT_EQ(diags.diagnostics()[0].loc.line, 16) << c.schema;
     EXPECT_EQ(diags.diagnostics()[0].loc.column, c.column) << c.schema;
   }
+}
+
+// What an emitter would otherwise find out while rendering is refused
+// here, so that `accgen validate` and `accgen generate` agree.
+TEST_F(RealTorch, StubsAndKernelGroupsTheEmittersCannotWriteAreRefused) {
+  struct Case {
+    const char* entry;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"{op: mm.out, kind: stub, stub: abs_stub}",
+       "operator 'mm.out' cannot be registered as a stub: it is structured "
+       "without a TensorIterator"},
+      {"{op: _native_batch_norm_legit, kind: kernel}",
+       "cannot derive '_native_batch_norm_legit.out' from the kernel of "
+       "'_native_batch_norm_legit'"},
+  };
+  for (const auto& c : cases) {
+    DiagnosticEngine diags;
+    EXPECT_FALSE(build(specs(std::string("operators:\n") + kBuiltins +
+                             "  - " + c.entry + "\n"),
+                       diags))
+        << c.entry;
+    ASSERT_GE(diags.errorCount(), 1) << c.entry;
+    EXPECT_EQ(diags.diagnostics()[0].message, c.message) << printed(diags);
+    EXPECT_EQ(diags.diagnostics()[0].loc.line, 15) << printed(diags);
+  }
+  // The same stub entry, its operator fine: a stub the model accepts
+  // names the at::native function the registration routes to.
+  DiagnosticEngine diags;
+  auto backend = build(specs(std::string("operators:\n") + kBuiltins +
+                             "  - {op: abs.out, kind: stub}\n"),
+                       diags);
+  ASSERT_TRUE(backend) << printed(diags);
+  EXPECT_EQ(backend->findRegistration("abs.out")->stub_native, "abs_out");
+}
+
+TEST(KindTraits, EveryKindHasOneRowInEnumOrder) {
+  const auto& table = spec::kindTraitsTable();
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    EXPECT_EQ(static_cast<std::size_t>(table[i].kind), i);
+    EXPECT_EQ(&spec::kindTraits(table[i].kind), &table[i]);
+    EXPECT_FALSE(table[i].name.empty());
+    EXPECT_FALSE(table[i].emitter.empty()) << table[i].name;
+  }
+  EXPECT_EQ(spec::kindName(spec::OpKind::kCustom), "custom");
+  EXPECT_FALSE(spec::kindTraits(spec::OpKind::kCustom).listed);
+  EXPECT_TRUE(spec::kindAllowsGroup(spec::OpKind::kFallback));
+  EXPECT_FALSE(spec::kindAllowsGroup(spec::OpKind::kStub));
+  try {
+    spec::kindTraits(static_cast<spec::OpKind>(table.size()));
+    FAIL() << "expected an internal error";
+  } catch (const AccgenError& e) {
+    EXPECT_EQ(e.code(), ExitCode::kInternal);
+  }
+}
+
+TEST(Derivation, WhatAKernelGroupCanDerive) {
+  using K = schema::SchemaKind;
+  EXPECT_EQ(derivationOf(K::kOut, 1, K::kFunctional, 0),
+            Derivation::kFunctionalFromOut);
+  EXPECT_EQ(derivationOf(K::kOut, 1, K::kInplace, 0),
+            Derivation::kInplaceFromOut);
+  EXPECT_EQ(derivationOf(K::kOut, 2, K::kInplace, 0), std::nullopt);
+  EXPECT_EQ(derivationOf(K::kInplace, 0, K::kOut, 1),
+            Derivation::kOutFromInplace);
+  EXPECT_EQ(derivationOf(K::kInplace, 0, K::kOut, 2), std::nullopt);
+  EXPECT_EQ(derivationOf(K::kFunctional, 0, K::kInplace, 0),
+            Derivation::kInplaceFromFunctional);
+  EXPECT_EQ(derivationOf(K::kMutable, 0, K::kFunctional, 0), std::nullopt);
+  EXPECT_EQ(derivationOf(K::kFunctional, 0, K::kMutable, 0), std::nullopt);
 }
 
 TEST_F(RealTorch, BadSchemaNotePointsAtTheColumn) {
