@@ -13,34 +13,52 @@
 
 namespace accgen::cli {
 
-SchemaSource loadSchemas(const std::string& schemas_file) {
+SchemaLocation locateSchemas(const std::string& schemas_arg) {
+  SchemaLocation where;
+  where.arg = schemas_arg;
+  if (schemas_arg.empty()) {
+    where.torch = findTorchCached();
+    where.fingerprint_file = where.torch->install.native_functions_yaml;
+    where.fingerprint_version = where.torch->install.version;
+    return where;
+  }
+  // A native_functions.yaml path, or a torch version (installed, or a
+  // wheel in $ACCGEN_WHEEL_DIR): docs/upgrading.md. Only a file is
+  // fingerprinted.
+  if (std::filesystem::is_regular_file(schemas_arg)) {
+    where.fingerprint_file = schemas_arg;
+  }
+  // The installed torch still provides the ATen headers (DispatchStubs).
+  try {
+    where.torch = findTorchCached();
+  } catch (const AccgenError&) {
+    where.torch.reset();
+  }
+  return where;
+}
+
+SchemaSource loadSchemas(const SchemaLocation& where) {
   SchemaSource source;
-  if (schemas_file.empty()) {
-    TorchFacts facts = findTorchCached();
-    source.torch = facts.install;
-    source.dispatch_stubs = std::move(facts.dispatch_stubs);
+  if (where.torch) {
+    source.torch = where.torch->install;
+    source.dispatch_stubs = where.torch->dispatch_stubs;
+  }
+  if (where.arg.empty()) {
     source.torch_version = source.torch->version;
     source.registry = std::make_unique<schema::SchemaRegistry>(
         schema::SchemaRegistry::load(source.torch->native_functions_yaml));
   } else {
-    // A native_functions.yaml path, or a torch version (installed, or a
-    // wheel in $ACCGEN_WHEEL_DIR): docs/upgrading.md.
-    upgrade::SchemaSource resolved =
-        upgrade::loadSchemaSource(schemas_file, "");
+    upgrade::SchemaSource resolved = upgrade::loadSchemaSource(where.arg, "");
     source.torch_version = resolved.torch_version;
     source.registry =
         std::make_unique<schema::SchemaRegistry>(std::move(resolved.registry));
-    // The installed torch still provides the ATen headers (DispatchStubs).
-    try {
-      TorchFacts facts = findTorchCached();
-      source.torch = facts.install;
-      source.dispatch_stubs = std::move(facts.dispatch_stubs);
-    } catch (const AccgenError&) {
-      source.torch.reset();
-    }
   }
   source.registry->setTorchVersion(source.torch_version);
   return source;
+}
+
+SchemaSource loadSchemas(const std::string& schemas_file) {
+  return loadSchemas(locateSchemas(schemas_file));
 }
 
 model::Backend loadBackend(const std::string& specs_dir,
@@ -158,6 +176,11 @@ std::string inputFingerprint(const std::string& specs_dir,
   addTree("specs/", specs_dir, /*recursive=*/false);
   addTree("kernels/", fs::path(out_dir) / "kernels", /*recursive=*/false);
   return write::contentHash(all);
+}
+
+void printDiagnostics(const std::vector<Diagnostic>& diags, std::ostream& err) {
+  for (const auto& d : diags)
+    err << d.format();
 }
 
 nlohmann::json manifestExtra(const emit::RunInfo& run) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "generator/cli/torch_cache.h"
 #include "generator/emit/emitter.h"
 #include "generator/model/backend.h"
 #include "generator/render/renderer.h"
@@ -28,6 +29,32 @@ struct SchemaSource {
   /// Version of the torch the schemas belong to ("" when unknown).
   std::string torch_version;
 };
+
+/// Where a run's schemas come from, resolved once for everything that
+/// needs to know: the input fingerprint and the schema loading.
+struct SchemaLocation {
+  /// `--schemas` as given: "" (the installed torch), a
+  /// native_functions.yaml, or a torch version.
+  std::string arg;
+  /// The installed torch; always set when `arg` is empty, else when it
+  /// could be found (its ATen headers declare the DispatchStubs).
+  std::optional<TorchFacts> torch;
+  /// The native_functions.yaml the input fingerprint covers; "" when `arg`
+  /// is a torch version (no fingerprint then).
+  std::string fingerprint_file;
+  /// The torch version the fingerprint records: the installed torch's
+  /// without `arg`, "" for an explicit file.
+  std::string fingerprint_version;
+
+  bool fingerprinted() const { return !fingerprint_file.empty(); }
+};
+
+/// Resolves `schemas_arg` (see SchemaLocation::arg). Throws
+/// AccgenError(kInvalidInput) when it is empty and no torch is installed.
+SchemaLocation locateSchemas(const std::string& schemas_arg);
+
+/// Loads the schemas `where` names.
+SchemaSource loadSchemas(const SchemaLocation& where);
 
 /// Loads `schemas_file`, or the installed torch's native_functions.yaml when
 /// it is empty.
@@ -55,6 +82,9 @@ std::string inputFingerprint(const std::string& specs_dir,
                              const std::string& schema_file,
                              const std::string& torch_version,
                              const std::string& templates_root);
+
+/// Prints `diags` (warnings or errors about user kernels) to `err`.
+void printDiagnostics(const std::vector<Diagnostic>& diags, std::ostream& err);
 
 /// What the manifest records besides the files.
 nlohmann::json manifestExtra(const emit::RunInfo& run);
