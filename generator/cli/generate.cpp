@@ -8,11 +8,13 @@
 //   reportDifferences           --check: write::checkTree; nothing written
 //   checkKernels                upgrade::checkUserKernels and
 //                               findOrphanedKernels
+//   inputsAfterWriting          the fingerprint the manifest records
 //   writeGenerated              write::writeTree, then upgrade::commitLock
 #include "generator/cli/generate.h"
 
 #include <exception>
 #include <filesystem>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -25,6 +27,19 @@ namespace accgen::cli {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The input fingerprint of a run (Note [Input fingerprint] in writer.h):
+// known already, still being computed on a second thread, or none (the
+// schemas are a torch version, which is not fingerprinted).
+struct PendingInputs {
+  std::string value;
+  std::future<std::string> later;
+
+  std::string get() {
+    if (later.valid()) value = later.get();
+    return value;
+  }
+};
 
 // Note [Input fingerprint]: a tree generated from exactly these inputs,
 // untouched since, needs no rendering at all; its report is returned then.
@@ -123,6 +138,33 @@ KernelReport checkKernels(const model::Backend& backend,
           upgrade::findOrphanedKernels(backend, o.out)};
 }
 
+// The fingerprint the manifest records: that of the inputs as this run
+// leaves them. The lock it creates or updates and the user kernels it
+// creates are inputs too; fingerprinted as they were before the run, they
+// would make the next run find the manifest stale, render again and
+// rewrite the manifest, and make --check report it.
+std::string inputsAfterWriting(const GenerateOptions& o,
+                               const SchemaLocation& where, const Rendered& r,
+                               const std::string& inputs) {
+  if (inputs.empty()) return inputs;  // not fingerprinted
+  PendingInputFiles pending;
+  if (r.lock.action == upgrade::LockPlan::Action::kCreate ||
+      r.lock.action == upgrade::LockPlan::Action::kUpdate) {
+    pending.specs[fs::path(r.lock.path).filename().string()] = r.lock.text;
+  }
+  for (const auto& f : r.files) {
+    const fs::path path(f.path);
+    if (f.user_owned && path.parent_path() == "kernels" &&
+        !fs::exists(fs::path(o.out) / path)) {
+      pending.kernels[path.filename().string()] = f.content;
+    }
+  }
+  if (pending.empty()) return inputs;
+  return inputFingerprint(o.specs, o.out, where.fingerprint_file,
+                          where.fingerprint_version,
+                          render::defaultTemplateDir(), pending);
+}
+
 // The tree (the writer refuses hand-edited files unless --force), then the
 // lock, then what the run has to say about the lock and the user kernels.
 GenerateOutcome writeGenerated(const GenerateOptions& o, const Rendered& r,
@@ -148,16 +190,7 @@ GenerateOutcome writeGenerated(const GenerateOptions& o, const Rendered& r,
   return {static_cast<int>(ExitCode::kOk), std::move(report)};
 }
 
-}  // namespace
-
-std::string regenerateCommand(const GenerateOptions& o) {
-  std::string cmd = "accgen generate";
-  if (o.specs != "specs") cmd += " --specs " + o.specs;
-  if (o.out != ".") cmd += " --out " + o.out;
-  if (!o.schemas.empty()) cmd += " --schemas " + o.schemas;
-  return cmd;
-}
-
+// Every stage after the fast path.
 GenerateOutcome renderAndWrite(const GenerateOptions& o,
                                const SchemaLocation& where,
                                PendingInputs inputs, std::ostream& out,
@@ -180,19 +213,33 @@ GenerateOutcome renderAndWrite(const GenerateOptions& o,
   // while this one writes the files.
   std::jthread release(
       [backend = std::move(backend), schemas = std::move(schemas)] {});
-  return writeGenerated(o, rendered, run, kernels, err);
+  emit::RunInfo after = run;
+  after.inputs = inputsAfterWriting(o, where, rendered, run.inputs);
+  return writeGenerated(o, rendered, after, kernels, err);
+}
+
+}  // namespace
+
+std::string regenerateCommand(const GenerateOptions& o) {
+  std::string cmd = "accgen generate";
+  if (o.specs != "specs") cmd += " --specs " + o.specs;
+  if (o.out != ".") cmd += " --out " + o.out;
+  if (!o.schemas.empty()) cmd += " --schemas " + o.schemas;
+  return cmd;
+}
+
+GenerateOutcome generate(const GenerateOptions& o, const SchemaLocation& where,
+                         std::ostream& out, std::ostream& err) {
+  PendingInputs inputs;
+  if (auto report = skipIfCurrent(o, where, inputs)) {
+    return {static_cast<int>(ExitCode::kOk), std::move(report)};
+  }
+  return renderAndWrite(o, where, std::move(inputs), out, err);
 }
 
 int runGenerate(const GenerateOptions& o, std::ostream& out,
                 std::ostream& err) {
-  const SchemaLocation where = locateSchemas(o.schemas);
-  PendingInputs inputs;
-  if (auto report = skipIfCurrent(o, where, inputs)) {
-    out << report->summary() << "\n";
-    return static_cast<int>(ExitCode::kOk);
-  }
-  GenerateOutcome outcome =
-      renderAndWrite(o, where, std::move(inputs), out, err);
+  GenerateOutcome outcome = generate(o, locateSchemas(o.schemas), out, err);
   if (outcome.written) out << outcome.written->summary() << "\n";
   return outcome.exit_code;
 }

@@ -143,38 +143,47 @@ std::string inputFingerprint(const std::string& specs_dir,
                              const std::string& out_dir,
                              const std::string& schema_file,
                              const std::string& torch_version,
-                             const std::string& templates_root) {
+                             const std::string& templates_root,
+                             const PendingInputFiles& pending) {
   namespace fs = std::filesystem;
+  static const std::map<std::string, std::string> kNothingPending;
   std::string all = std::string("accgen ") + ACCGEN_VERSION + '\0' + "torch " +
                     torch_version + '\0';
-  auto add = [&all](const std::string& label, const fs::path& path) {
-    all += label + '\0' + readFile(path.string()).value_or("") + '\0';
+  auto add = [&all](const std::string& label, const std::string& content) {
+    all += label + '\0' + content + '\0';
   };
+  // The files of `dir` in path order, a pending file (by its name in
+  // `dir`) with its new content in place of, or beside, the one on disk.
   auto addTree = [&add](const std::string& label, const fs::path& dir,
-                        bool recursive) {
+                        bool recursive,
+                        const std::map<std::string, std::string>& pending) {
     std::error_code ec;
-    if (!fs::is_directory(dir, ec)) return;
-    std::vector<fs::path> files;
-    if (recursive) {
-      for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
-        if (e.is_regular_file()) files.push_back(e.path());
-      }
-    } else {
-      for (const auto& e : fs::directory_iterator(dir, ec)) {
-        if (e.is_regular_file()) files.push_back(e.path());
+    std::map<fs::path, const std::string*> files;
+    if (fs::is_directory(dir, ec)) {
+      if (recursive) {
+        for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
+          if (e.is_regular_file()) files.emplace(e.path(), nullptr);
+        }
+      } else {
+        for (const auto& e : fs::directory_iterator(dir, ec)) {
+          if (e.is_regular_file()) files.emplace(e.path(), nullptr);
+        }
       }
     }
-    std::sort(files.begin(), files.end());
+    for (const auto& [name, content] : pending)
+      files[dir / name] = &content;
     // Iterated paths start with `dir`: relative to it lexically (resolving
     // links, as fs::relative does, costs a readlink per path component).
-    for (const auto& f : files) {
-      add(label + f.lexically_relative(dir).generic_string(), f);
+    for (const auto& [f, content] : files) {
+      add(label + f.lexically_relative(dir).generic_string(),
+          content ? *content : readFile(f.string()).value_or(""));
     }
   };
-  add("schemas", schema_file);
-  addTree("templates/", templates_root, /*recursive=*/true);
-  addTree("specs/", specs_dir, /*recursive=*/false);
-  addTree("kernels/", fs::path(out_dir) / "kernels", /*recursive=*/false);
+  add("schemas", readFile(schema_file).value_or(""));
+  addTree("templates/", templates_root, /*recursive=*/true, kNothingPending);
+  addTree("specs/", specs_dir, /*recursive=*/false, pending.specs);
+  addTree("kernels/", fs::path(out_dir) / "kernels", /*recursive=*/false,
+          pending.kernels);
   return write::contentHash(all);
 }
 

@@ -3,6 +3,7 @@
 // after printing every diagnostic.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -73,15 +74,27 @@ std::vector<write::RenderedFile> renderBackend(const model::Backend& backend,
                                                render::TemplateSet& templates,
                                                const std::string& out_dir = "");
 
+/// Inputs a run is about to write (the lock it creates or updates, the
+/// user kernels it creates): file names inside the spec directory and
+/// inside `<out>/kernels`, with their new contents.
+struct PendingInputFiles {
+  std::map<std::string, std::string> specs;
+  std::map<std::string, std::string> kernels;
+
+  bool empty() const { return specs.empty() && kernels.empty(); }
+};
+
 /// Hash of everything a generated tree depends on: accgen's version, the
 /// schema file, every template, the specs (with the lock) and the user
-/// kernels under `out_dir`/kernels. Contents only, never times, so it is
+/// kernels under `out_dir`/kernels, each as on disk or, when `pending`
+/// names it, as the run will write it. Contents only, never times, so it is
 /// the same on every machine (Note [Input fingerprint] in writer.h).
 std::string inputFingerprint(const std::string& specs_dir,
                              const std::string& out_dir,
                              const std::string& schema_file,
                              const std::string& torch_version,
-                             const std::string& templates_root);
+                             const std::string& templates_root,
+                             const PendingInputFiles& pending = {});
 
 /// Prints `diags` (warnings or errors about user kernels) to `err`.
 void printDiagnostics(const std::vector<Diagnostic>& diags, std::ostream& err);
