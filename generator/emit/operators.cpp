@@ -299,10 +299,9 @@ std::vector<OutputFile> emitOperators(const model::Backend& backend) {
   requireHandledKinds(
       backend, "the operators emitter", [](const spec::KindTraits& traits) {
         return traits.emitter != kEmitterName ||
-               std::any_of(std::begin(kKindFiles), std::end(kKindFiles),
-                           [&](const KindFiles& k) {
-                             return k.kind == traits.kind;
-                           });
+               std::any_of(
+                   std::begin(kKindFiles), std::end(kKindFiles),
+                   [&](const KindFiles& k) { return k.kind == traits.kind; });
       });
   std::vector<OutputFile> files;
   files.push_back(ops::backendFile("csrc/ops/Emulate.h", json::object()));

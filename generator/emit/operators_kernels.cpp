@@ -132,7 +132,8 @@ json kernelWrapper(const model::Operator& op, const model::Registration& m,
     }
     case Derivation::kInplaceFromOut:
       derivation = "inplace_from_out";
-      kernel_args = callArgsRenaming(p.signature, outNames(p.signature), "self");
+      kernel_args =
+          callArgsRenaming(p.signature, outNames(p.signature), "self");
       break;
     case Derivation::kOutFromFunctional: {
       std::vector<std::string> outs = outNames(m.signature);

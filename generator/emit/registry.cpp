@@ -72,10 +72,10 @@ void requireHandledKinds(
   auto check = [&](spec::OpKind kind, const std::string& op) {
     const spec::KindTraits& traits = spec::kindTraits(kind);
     if (handled(traits)) return;
-    throw AccgenError(ExitCode::kInternal,
-                      std::string(who) + " has no files for kind " +
-                          std::string(traits.name) + " (operator '" + op +
-                          "')");
+    throw AccgenError(ExitCode::kInternal, std::string(who) +
+                                               " has no files for kind " +
+                                               std::string(traits.name) +
+                                               " (operator '" + op + "')");
   };
   for (const auto& op : backend.operators())
     check(op.kind, op.full_name);

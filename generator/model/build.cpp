@@ -346,19 +346,18 @@ class BackendBuilder {
       return false;
     }
     if (traits.needs_cpu_kernel && !registry_.hasCpuKernel(fn)) {
-      error(entry.kind_loc,
-            "operator '" + op + "' cannot be " + kind +
-                ": it has no CPU kernel",
-            {kind + " runs the operator's CPU kernel " +
-             std::string(traits.cpu_runs) + "; use kind kernel instead"});
+      error(
+          entry.kind_loc,
+          "operator '" + op + "' cannot be " + kind + ": it has no CPU kernel",
+          {kind + " runs the operator's CPU kernel " +
+           std::string(traits.cpu_runs) + "; use kind kernel instead"});
       return false;
     }
     if (traits.takes_stub) {
       if (!checkStub(entry, stubName(entry, fn))) return false;
       if (std::string why = stubProblem(fn, stubNative(fn)); !why.empty()) {
         error(entry.kind_loc,
-              "operator '" + op + "' cannot be registered as a stub: it " +
-                  why,
+              "operator '" + op + "' cannot be registered as a stub: it " + why,
               {"list the out= operator whose CPU kernel calls the stub "
                "(abs.out, sin.out), or use kind emulate"});
         return false;

@@ -142,8 +142,7 @@ std::optional<OperatorEntry> readEntry(YamlReader& r, const YAML::Node& item) {
         r.error(
             r.loc(group->key_node),
             "'group' is not allowed for kind " + std::string(kindName(*kind)),
-            {"'group' applies to the kinds " +
-             kindsWith(&KindTraits::groups)});
+            {"'group' applies to the kinds " + kindsWith(&KindTraits::groups)});
         ok = false;
       } else {
         entry.group = *value;

@@ -362,10 +362,9 @@ TEST_F(OperatorFiles, KernelWrappersFollowTheModelsDerivation) {
 TEST_F(OperatorFiles, UnhandledKindsAreInternalErrors) {
   const auto b = backend(kEveryKind);
   try {
-    requireHandledKinds(b, "a test emitter",
-                        [](const spec::KindTraits& t) {
-                          return t.kind != spec::OpKind::kStub;
-                        });
+    requireHandledKinds(b, "a test emitter", [](const spec::KindTraits& t) {
+      return t.kind != spec::OpKind::kStub;
+    });
     FAIL() << "expected an internal error";
   } catch (const AccgenError& e) {
     EXPECT_EQ(e.code(), ExitCode::kInternal);

@@ -163,7 +163,8 @@ TEST(CppSignature, OptionsOfTheEntry) {
   ilist.ilistref_for_tensor_lists = true;
   EXPECT_EQ(dispatcherSignature(cat, ilist).paramTypes(),
             "const at::ITensorListRef&, int64_t");
-  EXPECT_EQ(dispatcherSignature(cat, {}).paramTypes(), "at::TensorList, int64_t");
+  EXPECT_EQ(dispatcherSignature(cat, {}).paramTypes(),
+            "at::TensorList, int64_t");
 
   NativeFunction fn;
   fn.schema = cat;
