@@ -7,10 +7,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "generator/cli/generate.h"
 #include "generator/cli/pipeline.h"
 #include "generator/spec/names.h"
 #include "generator/support/diagnostics.h"
-#include "generator/upgrade/lock.h"
+#include "generator/upgrade/schema_source.h"
 
 namespace accgen::cli {
 namespace {
@@ -45,6 +46,11 @@ void writeNew(const fs::path& path, const std::string& content) {
   }
 }
 
+std::string initTorchVersion(const SchemaLocation& where) {
+  if (where.arg.empty()) return where.torch->install.version;
+  return upgrade::loadSchemaSource(where.arg, "").torch_version;
+}
+
 }  // namespace
 
 int runInit(const InitOptions& options, std::ostream& out, std::ostream& err) {
@@ -64,11 +70,14 @@ int runInit(const InitOptions& options, std::ostream& out, std::ostream& err) {
                           "`accgen generate` inside an existing one)");
   }
 
-  SchemaSource schemas = loadSchemas(options.schemas);
-  emit::RunInfo run{schemas.torch_version, ""};
+  const SchemaLocation where = locateSchemas(options.schemas);
+  // The project's own files need the torch version before the schemas are
+  // loaded (generate loads them): the installed torch's, or the one the
+  // --schemas file or version belongs to.
+  const std::string torch_version = initTorchVersion(where);
   render::TemplateSet templates(render::defaultTemplateDir());
   const std::string plain_version =
-      run.torch_version.substr(0, run.torch_version.find('+'));
+      torch_version.substr(0, torch_version.find('+'));
   const nlohmann::json context = {
       {"device", options.name},
       {"package", "torch_" + options.name},
@@ -87,13 +96,19 @@ int runInit(const InitOptions& options, std::ostream& out, std::ostream& err) {
     for (const auto& f : initFiles(options.name)) {
       writeNew(staging / f.path, templates.render(f.template_name, context));
     }
-    model::Backend backend =
-        loadBackend((staging / "specs").string(), schemas, err);
-    auto files = renderBackend(backend, run, templates);
-    auto report = write::writeTree(staging.string(), files,
-                                   {.manifest_extra = manifestExtra(run)});
-    upgrade::commitLock(
-        upgrade::planLock(backend, run.torch_version, /*update_lock=*/false));
+    // Generated exactly as `accgen generate` inside the project would,
+    // lock and input fingerprint included: right after init, generate
+    // writes nothing and generate --check passes.
+    GenerateOptions generate_options;
+    generate_options.specs = (staging / "specs").string();
+    generate_options.out = staging.string();
+    generate_options.schemas = options.schemas;
+    GenerateOutcome outcome = generate(generate_options, where, out, err);
+    if (!outcome.written) {
+      throw AccgenError(static_cast<ExitCode>(outcome.exit_code),
+                        "error: the new project could not be generated");
+    }
+    const write::WriteReport& report = *outcome.written;
     if (fs::exists(dir)) fs::remove(dir);  // empty, checked above
     fs::rename(staging, dir);
     out << "created backend '" << options.name << "' in " << dir.string()

@@ -58,7 +58,7 @@ int runInspect(const InspectOptions& options, std::ostream& out,
     j["name"] = custom->qualified_name;
     j["schema"] = custom->schema->text;
     j["signature"] = custom->signature.decl(custom->wrapper_name);
-    j["registration"] = {{"kind", "custom"},
+    j["registration"] = {{"kind", spec::kindName(spec::OpKind::kCustom)},
                          {"kernel", custom->kernel_name},
                          {"kernel_file", custom->kernel_file},
                          {"meta", custom->meta},
@@ -68,7 +68,10 @@ int runInspect(const InspectOptions& options, std::ostream& out,
     j["name"] = "aten::" + fn->schema.fullName();
     j["schema"] = fn->schema.text;
     j["defined_at"] = fn->loc.str();
-    j["signature"] = schema::dispatcherSignature(fn->schema).decl("kernel");
+    // The signature the backend would register it with, options and all.
+    j["signature"] =
+        model::registrationOf(schemas.registry->shared(*fn), /*primary=*/true)
+            .signature.decl("kernel");
     nlohmann::ordered_json dispatch = nlohmann::ordered_json::object();
     for (const auto& [key, kernel] : fn->dispatch)
       dispatch[key] = kernel;

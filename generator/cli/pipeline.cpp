@@ -13,34 +13,52 @@
 
 namespace accgen::cli {
 
-SchemaSource loadSchemas(const std::string& schemas_file) {
+SchemaLocation locateSchemas(const std::string& schemas_arg) {
+  SchemaLocation where;
+  where.arg = schemas_arg;
+  if (schemas_arg.empty()) {
+    where.torch = findTorchCached();
+    where.fingerprint_file = where.torch->install.native_functions_yaml;
+    where.fingerprint_version = where.torch->install.version;
+    return where;
+  }
+  // A native_functions.yaml path, or a torch version (installed, or a
+  // wheel in $ACCGEN_WHEEL_DIR): docs/upgrading.md. Only a file is
+  // fingerprinted.
+  if (std::filesystem::is_regular_file(schemas_arg)) {
+    where.fingerprint_file = schemas_arg;
+  }
+  // The installed torch still provides the ATen headers (DispatchStubs).
+  try {
+    where.torch = findTorchCached();
+  } catch (const AccgenError&) {
+    where.torch.reset();
+  }
+  return where;
+}
+
+SchemaSource loadSchemas(const SchemaLocation& where) {
   SchemaSource source;
-  if (schemas_file.empty()) {
-    TorchFacts facts = findTorchCached();
-    source.torch = facts.install;
-    source.dispatch_stubs = std::move(facts.dispatch_stubs);
+  if (where.torch) {
+    source.torch = where.torch->install;
+    source.dispatch_stubs = where.torch->dispatch_stubs;
+  }
+  if (where.arg.empty()) {
     source.torch_version = source.torch->version;
     source.registry = std::make_unique<schema::SchemaRegistry>(
         schema::SchemaRegistry::load(source.torch->native_functions_yaml));
   } else {
-    // A native_functions.yaml path, or a torch version (installed, or a
-    // wheel in $ACCGEN_WHEEL_DIR): docs/upgrading.md.
-    upgrade::SchemaSource resolved =
-        upgrade::loadSchemaSource(schemas_file, "");
+    upgrade::SchemaSource resolved = upgrade::loadSchemaSource(where.arg, "");
     source.torch_version = resolved.torch_version;
     source.registry =
         std::make_unique<schema::SchemaRegistry>(std::move(resolved.registry));
-    // The installed torch still provides the ATen headers (DispatchStubs).
-    try {
-      TorchFacts facts = findTorchCached();
-      source.torch = facts.install;
-      source.dispatch_stubs = std::move(facts.dispatch_stubs);
-    } catch (const AccgenError&) {
-      source.torch.reset();
-    }
   }
   source.registry->setTorchVersion(source.torch_version);
   return source;
+}
+
+SchemaSource loadSchemas(const std::string& schemas_file) {
+  return loadSchemas(locateSchemas(schemas_file));
 }
 
 model::Backend loadBackend(const std::string& specs_dir,
@@ -125,39 +143,53 @@ std::string inputFingerprint(const std::string& specs_dir,
                              const std::string& out_dir,
                              const std::string& schema_file,
                              const std::string& torch_version,
-                             const std::string& templates_root) {
+                             const std::string& templates_root,
+                             const PendingInputFiles& pending) {
   namespace fs = std::filesystem;
+  static const std::map<std::string, std::string> kNothingPending;
   std::string all = std::string("accgen ") + ACCGEN_VERSION + '\0' + "torch " +
                     torch_version + '\0';
-  auto add = [&all](const std::string& label, const fs::path& path) {
-    all += label + '\0' + readFile(path.string()).value_or("") + '\0';
+  auto add = [&all](const std::string& label, const std::string& content) {
+    all += label + '\0' + content + '\0';
   };
+  // The files of `dir` in path order, a pending file (by its name in
+  // `dir`) with its new content in place of, or beside, the one on disk.
   auto addTree = [&add](const std::string& label, const fs::path& dir,
-                        bool recursive) {
+                        bool recursive,
+                        const std::map<std::string, std::string>& pending) {
     std::error_code ec;
-    if (!fs::is_directory(dir, ec)) return;
-    std::vector<fs::path> files;
-    if (recursive) {
-      for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
-        if (e.is_regular_file()) files.push_back(e.path());
-      }
-    } else {
-      for (const auto& e : fs::directory_iterator(dir, ec)) {
-        if (e.is_regular_file()) files.push_back(e.path());
+    std::map<fs::path, const std::string*> files;
+    if (fs::is_directory(dir, ec)) {
+      if (recursive) {
+        for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
+          if (e.is_regular_file()) files.emplace(e.path(), nullptr);
+        }
+      } else {
+        for (const auto& e : fs::directory_iterator(dir, ec)) {
+          if (e.is_regular_file()) files.emplace(e.path(), nullptr);
+        }
       }
     }
-    std::sort(files.begin(), files.end());
+    for (const auto& [name, content] : pending)
+      files[dir / name] = &content;
     // Iterated paths start with `dir`: relative to it lexically (resolving
     // links, as fs::relative does, costs a readlink per path component).
-    for (const auto& f : files) {
-      add(label + f.lexically_relative(dir).generic_string(), f);
+    for (const auto& [f, content] : files) {
+      add(label + f.lexically_relative(dir).generic_string(),
+          content ? *content : readFile(f.string()).value_or(""));
     }
   };
-  add("schemas", schema_file);
-  addTree("templates/", templates_root, /*recursive=*/true);
-  addTree("specs/", specs_dir, /*recursive=*/false);
-  addTree("kernels/", fs::path(out_dir) / "kernels", /*recursive=*/false);
+  add("schemas", readFile(schema_file).value_or(""));
+  addTree("templates/", templates_root, /*recursive=*/true, kNothingPending);
+  addTree("specs/", specs_dir, /*recursive=*/false, pending.specs);
+  addTree("kernels/", fs::path(out_dir) / "kernels", /*recursive=*/false,
+          pending.kernels);
   return write::contentHash(all);
+}
+
+void printDiagnostics(const std::vector<Diagnostic>& diags, std::ostream& err) {
+  for (const auto& d : diags)
+    err << d.format();
 }
 
 nlohmann::json manifestExtra(const emit::RunInfo& run) {

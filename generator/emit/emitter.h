@@ -4,11 +4,14 @@
 // file system; the renderer fills their templates and the writer writes.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "generator/spec/spec.h"
 
 namespace accgen::model {
 class Backend;
@@ -59,8 +62,16 @@ const std::vector<Emitter>& registry();
 /// torch_version_minor, accgen_version.
 nlohmann::json globalContext(const model::Backend& backend, const RunInfo& run);
 
+/// Throws AccgenError(kInternal), naming `who`, for the first operator (or
+/// custom operator) whose kind's traits `handled` rejects: an operator no
+/// emitter writes is a bug, never a silent omission.
+void requireHandledKinds(
+    const model::Backend& backend, std::string_view who,
+    const std::function<bool(const spec::KindTraits&)>& handled);
+
 /// Runs every emitter; the result is sorted by path. Two emitters producing
-/// one path is an internal error.
+/// one path, or an operator of a kind no emitter writes, is an internal
+/// error.
 std::vector<OutputFile> emitAll(const model::Backend& backend);
 
 }  // namespace accgen::emit

@@ -116,16 +116,6 @@ void appendEmulate(const model::Backend& backend,
   }
 }
 
-// The at::native function that reaches an operator's DispatchStub: its
-// CPU kernel (device-generic in everything but the stub it calls).
-std::string nativeKernel(const schema::NativeFunction& fn) {
-  for (const char* key : {"CPU", "CompositeExplicitAutograd",
-                          "CompositeExplicitAutogradNonFunctional"}) {
-    if (const std::string* k = fn.kernelFor(key)) return *k;
-  }
-  return "";
-}
-
 // "self, other" without the out arguments; the out arguments' names.
 std::pair<std::string, std::vector<std::string>> splitOut(
     const schema::CppSignature& sig) {
@@ -149,7 +139,9 @@ std::pair<std::string, std::vector<std::string>> splitOut(
 // and whose impl() calls the stub. The registration instantiates it with
 // the out= tensor as its output (IntoOutput in RegisterStubs.cpp), which is
 // what torchgen does for in-tree backends. Only TensorIterator-based
-// classes with one output and no precomputed values fit that shape.
+// classes with one output and no precomputed values fit that shape; the
+// backend model refuses other operators as stubs (stubProblem in
+// generator/model/build.cpp) and names each one's at::native function.
 void appendStubs(const model::Backend& backend,
                  std::vector<OutputFile>& files) {
   json entries = json::array();
@@ -158,26 +150,9 @@ void appendStubs(const model::Backend& backend,
   for (const auto& op : backend.operators()) {
     if (op.kind != spec::OpKind::kStub) continue;
     for (const auto& m : op.members) {
-      const schema::NativeFunction& fn = *m.function;
-      const std::string native = nativeKernel(fn);
+      const std::string& native = op.stub_native;
       auto [args, outs] = splitOut(m.signature);
-      const bool structured = fn.structured;
-      std::string why;
-      if (native.empty()) {
-        why = "has no CPU kernel to route to the stub";
-      } else if (structured && fn.structured_inherits != "TensorIteratorBase") {
-        why = "is structured without a TensorIterator";
-      } else if (structured && outs.size() != 1) {
-        why = "is structured with more than one out argument";
-      }
-      if (!why.empty()) {
-        throw AccgenError(
-            ExitCode::kInvalidInput,
-            op.loc.str() + ": error: operator '" + m.fullName() +
-                "' cannot be registered as a stub: it " + why +
-                "\nnote: list the out= operator whose CPU kernel calls the "
-                "stub (abs.out, sin.out), or use kind emulate");
-      }
+      const bool structured = m.function->structured;
       headers.push_back("ATen/ops/" + m.schema().baseName() + "_native.h");
       // Without a checked stub name its header is unknown: the build then
       // fails with the stub's name in the message.
@@ -193,7 +168,7 @@ void appendStubs(const model::Backend& backend,
                     {"structured_class",
                      structured ? "at::native::structured_" + native : ""},
                     {"meta_args", args},
-                    {"out", structured ? outs[0] : ""}});
+                    {"out", structured ? outs.at(0) : ""}});
       entries.push_back(std::move(entry));
       stubs.push_back(op.stub);
     }
@@ -228,7 +203,8 @@ const std::vector<std::string>& errorPolicyKeeps() {
   return kKeeps;
 }
 
-OutputFile fallbackFile(const model::Backend& backend) {
+void appendFallback(const model::Backend& backend,
+                    std::vector<OutputFile>& files) {
   std::vector<std::string> names;
   for (const auto& op : backend.operators()) {
     if (op.kind != spec::OpKind::kFallback) continue;
@@ -243,12 +219,14 @@ OutputFile fallbackFile(const model::Backend& backend) {
   }
   const bool has_operators = !names.empty();
   const bool has_kept = !kept.empty();
-  return ops::backendFile("csrc/ops/RegisterFallback.cpp",
-                          {{"operators", ops::sortedUnique(std::move(names))},
-                           {"has_operators", has_operators},
-                           {"kept", ops::sortedUnique(std::move(kept))},
-                           {"has_kept", has_kept},
-                           {"has_aten", has_operators || has_kept}});
+  // Always written: it holds the global fallback policy too.
+  files.push_back(
+      ops::backendFile("csrc/ops/RegisterFallback.cpp",
+                       {{"operators", ops::sortedUnique(std::move(names))},
+                        {"has_operators", has_operators},
+                        {"kept", ops::sortedUnique(std::move(kept))},
+                        {"has_kept", has_kept},
+                        {"has_aten", has_operators || has_kept}}));
 }
 
 void appendAutocast(const model::Backend& backend,
@@ -298,15 +276,38 @@ void appendAutocast(const model::Backend& backend,
       ops::kAutocastSpec));
 }
 
+using AppendFn = void (*)(const model::Backend&, std::vector<OutputFile>&);
+
+// The files of each kind whose registrations this emitter writes
+// (spec::kindTraits(kind).emitter == kEmitterName).
+struct KindFiles {
+  spec::OpKind kind;
+  AppendFn append;
+};
+constexpr std::string_view kEmitterName = "operators";
+constexpr KindFiles kKindFiles[] = {
+    {spec::OpKind::kEmulate, &appendEmulate},
+    {spec::OpKind::kKernel, &ops::appendKernelFiles},
+    {spec::OpKind::kStub, &appendStubs},
+    {spec::OpKind::kFallback, &appendFallback},
+    {spec::OpKind::kCustom, &ops::appendCustomFiles},
+};
+
 }  // namespace
 
 std::vector<OutputFile> emitOperators(const model::Backend& backend) {
+  // A kind the traits give to this emitter without an entry in kKindFiles
+  // would lose its operators without a word.
+  requireHandledKinds(
+      backend, "the operators emitter", [](const spec::KindTraits& traits) {
+        return traits.emitter != kEmitterName ||
+               std::any_of(
+                   std::begin(kKindFiles), std::end(kKindFiles),
+                   [&](const KindFiles& k) { return k.kind == traits.kind; });
+      });
   std::vector<OutputFile> files;
-  appendEmulate(backend, files);
-  ops::appendKernelFiles(backend, files);
-  appendStubs(backend, files);
-  files.push_back(fallbackFile(backend));
-  ops::appendCustomFiles(backend, files);
+  for (const KindFiles& k : kKindFiles)
+    k.append(backend, files);
   appendAutocast(backend, files);
   return files;
 }

@@ -14,7 +14,6 @@ namespace accgen::emit::ops {
 namespace {
 
 using nlohmann::json;
-using schema::SchemaKind;
 
 // The first tensor argument, for the device guard and the device of new
 // results; "" when there is none (factory functions).
@@ -103,60 +102,65 @@ std::string shapeCall(const model::Registration& r,
 //   out= from in-place        likewise into out.
 json kernelWrapper(const model::Operator& op, const model::Registration& m,
                    std::vector<std::string>& headers) {
+  using model::Derivation;
   const model::Registration& p = op.primary();
-  const SchemaKind from = p.role;
-  const SchemaKind to = m.role;
-  // The derivation's flag and what it changes of the defaults below.
+  // The derivation's flag and what it changes of the defaults below; the
+  // model chose the derivation and refused members that have none.
   const char* derivation = nullptr;
   std::string kernel_args = callArgs(p.signature);
   std::string shape_call;
   std::string result_vars;
   json results = json::array();
   bool single_result = true;
-  auto unsupported = [&] {
-    throw AccgenError(ExitCode::kInvalidInput,
-                      op.loc.str() + ": error: cannot derive '" + m.fullName() +
-                          "' from the kernel of '" + p.fullName() +
-                          "'\nnote: give '" + op.full_name +
-                          "' group: false and list the forms you need");
-  };
-  if (&m == &p) {
-    // The primary calls the kernel as it is.
-  } else if (from == SchemaKind::kOut && to == SchemaKind::kFunctional) {
-    std::vector<std::string> outs = outNames(p.signature);
-    derivation = "functional_from_out";
-    shape_call = shapeCall(m, headers);
-    results = resultsData(outs, "shapes");
-    single_result = outs.size() == 1;
-    result_vars = joined(outs);
-  } else if (from == SchemaKind::kOut && to == SchemaKind::kInplace) {
-    std::vector<std::string> outs = outNames(p.signature);
-    if (outs.size() != 1) unsupported();
-    derivation = "inplace_from_out";
-    kernel_args = callArgsRenaming(p.signature, outs, "self");
-  } else if (from == SchemaKind::kFunctional && to == SchemaKind::kOut) {
-    std::vector<std::string> outs = outNames(m.signature);
-    derivation = "out_from_functional";
-    results = resultsData(outs, "result");
-    single_result = outs.size() == 1;
-    result_vars = joined(outs);
-    headers.push_back("ATen/native/Resize.h");
-  } else if (from == SchemaKind::kFunctional && to == SchemaKind::kInplace) {
-    derivation = "inplace_from_functional";
-  } else if (from == SchemaKind::kInplace && to == SchemaKind::kFunctional) {
-    derivation = "functional_from_inplace";
-    shape_call = shapeCall(m, headers);
-    kernel_args = callArgsRenaming(p.signature, {"self"}, "result");
-  } else if (from == SchemaKind::kInplace && to == SchemaKind::kOut) {
-    std::vector<std::string> outs = outNames(m.signature);
-    if (outs.size() != 1) unsupported();
-    derivation = "out_from_inplace";
-    results = resultsData(outs, "");
-    kernel_args = callArgsRenaming(p.signature, {"self"}, outs[0]);
-    result_vars = outs[0];
-    headers.push_back("ATen/native/Resize.h");
-  } else {
-    unsupported();
+  switch (&m == &p ? Derivation::kDirect : m.derivation) {
+    case Derivation::kDirect:
+      // The primary calls the kernel as it is.
+      if (&m != &p) {
+        throw AccgenError(ExitCode::kInternal,
+                          "no derivation of '" + m.fullName() +
+                              "' from the kernel of '" + p.fullName() + "'");
+      }
+      break;
+    case Derivation::kFunctionalFromOut: {
+      std::vector<std::string> outs = outNames(p.signature);
+      derivation = "functional_from_out";
+      shape_call = shapeCall(m, headers);
+      results = resultsData(outs, "shapes");
+      single_result = outs.size() == 1;
+      result_vars = joined(outs);
+      break;
+    }
+    case Derivation::kInplaceFromOut:
+      derivation = "inplace_from_out";
+      kernel_args =
+          callArgsRenaming(p.signature, outNames(p.signature), "self");
+      break;
+    case Derivation::kOutFromFunctional: {
+      std::vector<std::string> outs = outNames(m.signature);
+      derivation = "out_from_functional";
+      results = resultsData(outs, "result");
+      single_result = outs.size() == 1;
+      result_vars = joined(outs);
+      headers.push_back("ATen/native/Resize.h");
+      break;
+    }
+    case Derivation::kInplaceFromFunctional:
+      derivation = "inplace_from_functional";
+      break;
+    case Derivation::kFunctionalFromInplace:
+      derivation = "functional_from_inplace";
+      shape_call = shapeCall(m, headers);
+      kernel_args = callArgsRenaming(p.signature, {"self"}, "result");
+      break;
+    case Derivation::kOutFromInplace: {
+      std::vector<std::string> outs = outNames(m.signature);
+      derivation = "out_from_inplace";
+      results = resultsData(outs, "");
+      kernel_args = callArgsRenaming(p.signature, {"self"}, outs.at(0));
+      result_vars = outs.at(0);
+      headers.push_back("ATen/native/Resize.h");
+      break;
+    }
   }
   const std::string guard = firstTensor(m.signature);
   json w = returnsData(m.signature);
@@ -246,15 +250,6 @@ std::string fromIValue(const schema::Binding& b) {
 json customData(const model::CustomOperator& c, const std::string& ns) {
   const schema::CppSignature& sig = c.signature;
   const auto& returns = c.schema->returns;
-  bool all_tensors = !returns.empty();
-  for (const auto& r : returns) {
-    if (!(r.type.isTensor() && !r.type.optional)) all_tensors = false;
-  }
-  if (c.autograd && !all_tensors) {
-    throw AccgenError(ExitCode::kInvalidInput,
-                      c.loc.str() + ": error: custom operator '" + c.full_name +
-                          "' cannot have autograd: it must return Tensors");
-  }
   json saved_tensors = json::array();
   json saved_values = json::array();
   json backward_args = json::array();

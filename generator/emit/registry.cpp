@@ -1,6 +1,7 @@
 // The emitter registry (one table) and the values shared by every template.
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <set>
 
 #include "generator/emit/emitter.h"
@@ -71,7 +72,33 @@ nlohmann::json globalContext(const model::Backend& backend,
   };
 }
 
+void requireHandledKinds(
+    const model::Backend& backend, std::string_view who,
+    const std::function<bool(const spec::KindTraits&)>& handled) {
+  auto check = [&](spec::OpKind kind, const std::string& op) {
+    const spec::KindTraits& traits = spec::kindTraits(kind);
+    if (handled(traits)) return;
+    throw AccgenError(ExitCode::kInternal, std::string(who) +
+                                               " has no files for kind " +
+                                               std::string(traits.name) +
+                                               " (operator '" + op + "')");
+  };
+  for (const auto& op : backend.operators())
+    check(op.kind, op.full_name);
+  for (const auto& c : backend.customOperators()) {
+    check(spec::OpKind::kCustom, c.qualified_name);
+  }
+}
+
 std::vector<OutputFile> emitAll(const model::Backend& backend) {
+  // A kind whose emitter is not in the registry would vanish from the
+  // output without a word.
+  requireHandledKinds(
+      backend, "the emitter registry", [](const spec::KindTraits& traits) {
+        return std::any_of(
+            registry().begin(), registry().end(),
+            [&](const Emitter& e) { return e.name == traits.emitter; });
+      });
   std::vector<OutputFile> all;
   for (const auto& emitter : registry()) {
     auto files = emitter.fn(backend);

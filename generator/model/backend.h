@@ -28,6 +28,27 @@ namespace accgen::model {
 /// views, storage), sorted by (name, overload).
 const std::vector<std::string>& builtinOperators();
 
+/// How the wrapper of a `kernel` group member reaches the user's kernel,
+/// which implements the group's primary form (Note [One kernel for a group]
+/// in generator/emit/operators_kernels.cpp).
+enum class Derivation {
+  kDirect,                 ///< the primary itself, or not a kernel group
+  kFunctionalFromOut,      ///< results allocated, then the out= kernel
+  kInplaceFromOut,         ///< the out= kernel with self as out
+  kOutFromFunctional,      ///< computed, then resized out and copied
+  kInplaceFromFunctional,  ///< computed, then copied into self
+  kFunctionalFromInplace,  ///< self copied into a result, then in place
+  kOutFromInplace,         ///< out resized and filled, then in place
+};
+
+/// The derivation of a member of role `to` from a primary of role `from`,
+/// each with its number of out arguments; nullopt when a wrapper cannot be
+/// derived (mutable or scratch forms, several outs where one is needed).
+std::optional<Derivation> derivationOf(schema::SchemaKind from,
+                                       std::size_t from_outs,
+                                       schema::SchemaKind to,
+                                       std::size_t to_outs);
+
 /// One aten function registered on PrivateUse1 by an Operator: the operator
 /// itself or a sibling of its group.
 struct Registration {
@@ -45,11 +66,22 @@ struct Registration {
   /// The form the spec lists (the one a kernel's user-written body
   /// implements).
   bool primary = false;
+  /// For a member of a group whose kind has user kernels: how its wrapper
+  /// calls the primary's kernel; kDirect otherwise.
+  Derivation derivation = Derivation::kDirect;
 
   /// "add_.Tensor".
   std::string fullName() const { return function->schema.fullName(); }
   const schema::FunctionSchema& schema() const { return function->schema; }
 };
+
+/// `fn` registered on PrivateUse1: its dispatcher signature with the
+/// options of its native_functions.yaml entry (bindings point into *fn) and
+/// its role. The one way the model maps an aten function to C++; the
+/// all-operator signature proof (tests/schema_compile) goes through it too.
+/// Throws schema::SchemaParseError for a type the schema layer cannot map.
+Registration registrationOf(std::shared_ptr<const schema::NativeFunction> fn,
+                            bool primary);
 
 /// One entry of operators.yaml, resolved.
 struct Operator {
@@ -75,6 +107,9 @@ struct Operator {
   /// Kind stub: the header declaring it ("ATen/native/UnaryOps.h"); "" when
   /// stub names were not checked.
   std::string stub_header;
+  /// Kind stub: the at::native function whose CPU kernel calls the stub
+  /// ("abs_out", "sin_out"): what the registration routes to.
+  std::string stub_native;
   /// The operators.yaml entry.
   SourceLoc loc;
 

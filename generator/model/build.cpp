@@ -19,7 +19,6 @@ namespace {
 using schema::NativeFunction;
 using schema::SchemaKind;
 using schema::SchemaRegistry;
-using spec::OpKind;
 
 // An identifier made from an operator name: "add.Tensor" -> "add_Tensor".
 std::string sanitize(std::string_view full_name) {
@@ -61,6 +60,31 @@ bool canHaveBackendKernel(const NativeFunction& fn) {
   return fn.canHaveBackendKernel() && !decomposesAboveBackend(fn);
 }
 
+// The at::native function that reaches an operator's DispatchStub: its CPU
+// kernel (device-generic in everything but the stub it calls); "" when it
+// has none.
+std::string stubNative(const NativeFunction& fn) {
+  for (const char* key : {"CPU", "CompositeExplicitAutograd",
+                          "CompositeExplicitAutogradNonFunctional"}) {
+    if (const std::string* k = fn.kernelFor(key)) return *k;
+  }
+  return "";
+}
+
+// Why `fn` cannot be registered as a stub through `native`, "" when it can
+// (Note [Stubs of structured operators] in generator/emit/operators.cpp).
+std::string stubProblem(const NativeFunction& fn, const std::string& native) {
+  if (native.empty()) return "has no CPU kernel to route to the stub";
+  if (!fn.structured) return "";
+  if (fn.structured_inherits != "TensorIteratorBase") {
+    return "is structured without a TensorIterator";
+  }
+  if (fn.schema.outArguments().size() != 1) {
+    return "is structured with more than one out argument";
+  }
+  return "";
+}
+
 std::string quoteList(const std::vector<std::string>& names) {
   std::string s;
   for (const auto& n : names) {
@@ -91,6 +115,40 @@ const std::vector<std::string>& builtinOperators() {
     return v;
   }();
   return kBuiltins;
+}
+
+std::optional<Derivation> derivationOf(SchemaKind from, std::size_t from_outs,
+                                       SchemaKind to, std::size_t to_outs) {
+  using K = SchemaKind;
+  if (from == K::kOut && to == K::kFunctional) {
+    return Derivation::kFunctionalFromOut;
+  }
+  if (from == K::kOut && to == K::kInplace && from_outs == 1) {
+    return Derivation::kInplaceFromOut;
+  }
+  if (from == K::kFunctional && to == K::kOut) {
+    return Derivation::kOutFromFunctional;
+  }
+  if (from == K::kFunctional && to == K::kInplace) {
+    return Derivation::kInplaceFromFunctional;
+  }
+  if (from == K::kInplace && to == K::kFunctional) {
+    return Derivation::kFunctionalFromInplace;
+  }
+  if (from == K::kInplace && to == K::kOut && to_outs == 1) {
+    return Derivation::kOutFromInplace;
+  }
+  return std::nullopt;
+}
+
+Registration registrationOf(std::shared_ptr<const NativeFunction> fn,
+                            bool primary) {
+  Registration r;
+  r.function = std::move(fn);
+  r.signature = schema::dispatcherSignature(*r.function);
+  r.role = r.function->schema.kind();
+  r.primary = primary;
+  return r;
 }
 
 const Registration& Operator::primary() const {
@@ -163,12 +221,14 @@ class BackendBuilder {
     return registry_.shared(fn);
   }
 
-  // The dispatcher signature, or an error at `loc` when the schema layer
-  // cannot map a type (a bug or a new type in a newer torch).
-  std::optional<schema::CppSignature> signatureOf(
-      const schema::FunctionSchema& s, const SourceLoc& loc) {
+  // Maps a schema through `map` (a dispatcher signature or a whole
+  // registration); an error at `loc` when the schema layer cannot map a type
+  // (a bug or a new type in a newer torch).
+  template <typename Map>
+  auto mapped(const schema::FunctionSchema& s, const SourceLoc& loc, Map map)
+      -> std::optional<decltype(map())> {
     try {
-      return schema::dispatcherSignature(s);
+      return map();
     } catch (const schema::SchemaParseError& e) {
       error(loc, "cannot map '" + s.fullName() +
                      "' to a C++ signature: " + e.detail());
@@ -178,14 +238,8 @@ class BackendBuilder {
 
   std::optional<Registration> registration(const NativeFunction& fn,
                                            bool primary, const SourceLoc& loc) {
-    Registration r;
-    r.function = share(fn);
-    auto sig = signatureOf(r.function->schema, loc);
-    if (!sig) return std::nullopt;
-    r.signature = std::move(*sig);
-    r.role = fn.schema.kind();
-    r.primary = primary;
-    return r;
+    return mapped(fn.schema, loc,
+                  [&] { return registrationOf(share(fn), primary); });
   }
 
   // Full names of every overload of the base name `name`, sorted.
@@ -259,9 +313,10 @@ class BackendBuilder {
 
   // Whether `fn` may be registered with `entry.kind`; reports why not.
   bool checkKind(const spec::OperatorEntry& entry, const NativeFunction& fn) {
-    std::string kind(spec::kindName(entry.kind));
+    const spec::KindTraits& traits = spec::kindTraits(entry.kind);
+    std::string kind(traits.name);
     const std::string& op = entry.op;
-    if (entry.kind == OpKind::kBuiltin) {
+    if (traits.builtin_set) {
       if (isBuiltin(op)) return true;
       error(entry.kind_loc, "operator '" + op + "' cannot be builtin",
             {"builtin is the generated allocation, copy and view set: " +
@@ -290,23 +345,23 @@ class BackendBuilder {
                                 "(manual_kernel_registration)");
       return false;
     }
-    bool cpu = registry_.hasCpuKernel(fn);
-    if (entry.kind == OpKind::kEmulate && !cpu) {
-      error(entry.kind_loc,
-            "operator '" + op + "' cannot be emulate: it has no CPU kernel",
-            {"emulate runs the operator's CPU kernel on device memory; use "
-             "kind kernel instead"});
+    if (traits.needs_cpu_kernel && !registry_.hasCpuKernel(fn)) {
+      error(
+          entry.kind_loc,
+          "operator '" + op + "' cannot be " + kind + ": it has no CPU kernel",
+          {kind + " runs the operator's CPU kernel " +
+           std::string(traits.cpu_runs) + "; use kind kernel instead"});
       return false;
     }
-    if (entry.kind == OpKind::kFallback && !cpu) {
-      error(entry.kind_loc,
-            "operator '" + op + "' cannot be fallback: it has no CPU kernel",
-            {"fallback runs the operator's CPU kernel on copies; use kind "
-             "kernel instead"});
-      return false;
-    }
-    if (entry.kind == OpKind::kStub) {
-      return checkStub(entry, stubName(entry, fn));
+    if (traits.takes_stub) {
+      if (!checkStub(entry, stubName(entry, fn))) return false;
+      if (std::string why = stubProblem(fn, stubNative(fn)); !why.empty()) {
+        error(entry.kind_loc,
+              "operator '" + op + "' cannot be registered as a stub: it " + why,
+              {"list the out= operator whose CPU kernel calls the stub "
+               "(abs.out, sin.out), or use kind emulate"});
+        return false;
+      }
     }
     return true;
   }
@@ -383,8 +438,9 @@ class BackendBuilder {
       op.overload = entry.overload;
       op.kind = entry.kind;
       op.group = entry.group;
-      if (entry.kind == OpKind::kStub) {
+      if (spec::kindTraits(entry.kind).takes_stub) {
         op.stub = stubName(entry, *fn);
+        op.stub_native = stubNative(*fn);
         if (const schema::DispatchStubs* known = knownStubs(entry)) {
           auto it = known->find(op.stub);
           if (it != known->end()) op.stub_header = it->second;
@@ -404,8 +460,7 @@ class BackendBuilder {
     std::vector<const NativeFunction*> result;
     if (!op.group) return result;
     SchemaRegistry::Group g = registry_.group(*op.members.front().function);
-    bool needs_cpu =
-        op.kind == OpKind::kEmulate || op.kind == OpKind::kFallback;
+    const bool needs_cpu = spec::kindTraits(op.kind).needs_cpu_kernel;
     for (const NativeFunction* sib : {g.functional, g.inplace, g.out}) {
       if (!sib || sib->schema.fullName() == op.full_name) continue;
       if (!canHaveBackendKernel(*sib)) continue;
@@ -460,11 +515,35 @@ class BackendBuilder {
         }
         auto member =
             registration(*sib, /*primary=*/false, owner.entry->op_loc);
-        if (!member) continue;
+        if (!member || !derive(owner, *member)) continue;
         claimed.emplace(name, i);
         owner.op.members.push_back(std::move(*member));
       }
     }
+  }
+
+  // Sets how `member`'s wrapper reaches the user's kernel when the owner's
+  // kind has one; an error when no wrapper can (Note [One kernel for a
+  // group] in generator/emit/operators_kernels.cpp).
+  bool derive(const Resolved& owner, Registration& member) {
+    if (!spec::kindTraits(owner.op.kind).user_kernel) return true;
+    const Registration& p = owner.op.members.front();
+    auto how = derivationOf(p.role, p.schema().outArguments().size(),
+                            member.role, member.schema().outArguments().size());
+    if (!how) {
+      error(owner.entry->op_loc,
+            "cannot derive '" + member.fullName() + "' from the kernel of '" +
+                p.fullName() + "'",
+            {"'" + p.fullName() + "' is " +
+                 std::string(schema::kindName(p.role)) + " and '" +
+                 member.fullName() + "' is " +
+                 std::string(schema::kindName(member.role)),
+             "give '" + owner.op.full_name +
+                 "' group: false and list the forms you need"});
+      return false;
+    }
+    member.derivation = *how;
+    return true;
   }
 
   // Entry i's group covers entry j, which is listed with another kind. The
@@ -515,7 +594,7 @@ class BackendBuilder {
       if (builtin_misdeclared_.count(name)) continue;
       auto it = explicit_.find(name);
       if (it != explicit_.end() &&
-          resolved_[it->second].op.kind == OpKind::kBuiltin) {
+          spec::kindTraits(resolved_[it->second].op.kind).builtin_set) {
         continue;
       }
       // An entry that failed for another reason was reported already.
@@ -577,15 +656,22 @@ class BackendBuilder {
         continue;
       }
       if (entry.autograd) {
+        // The generated autograd::Function returns its results as Tensors
+        // (a variable_list for several).
         bool functional = parsed.kind() == SchemaKind::kFunctional;
-        bool tensor_out = std::any_of(
-            parsed.returns.begin(), parsed.returns.end(),
-            [](const schema::Return& r) { return r.type.isTensorLike(); });
-        if (!functional || !tensor_out) {
+        auto isPlainTensor = [](const schema::Return& r) {
+          return r.type.isTensor() && !r.type.optional;
+        };
+        bool tensor_out = std::any_of(parsed.returns.begin(),
+                                      parsed.returns.end(), isPlainTensor);
+        bool only_tensors = std::all_of(parsed.returns.begin(),
+                                        parsed.returns.end(), isPlainTensor);
+        if (!functional || !tensor_out || !only_tensors) {
           error(entry.loc,
                 "custom operator '" + full + "' cannot have autograd: " +
-                    (functional ? "it returns no Tensor"
-                                : "it writes to its arguments"),
+                    (!functional   ? "it writes to its arguments"
+                     : !tensor_out ? "it returns no Tensor"
+                                   : "it returns a value that is not a Tensor"),
                 {"autograd: true needs a functional schema returning "
                  "Tensors"});
           continue;
@@ -593,7 +679,10 @@ class BackendBuilder {
       }
       auto shared =
           std::make_shared<const schema::FunctionSchema>(std::move(parsed));
-      auto sig = signatureOf(*shared, entry.schema_loc);
+      // A schema of no native_functions.yaml entry: no entry options.
+      auto sig = mapped(*shared, entry.schema_loc, [&] {
+        return schema::dispatcherSignature(*shared, {});
+      });
       if (!sig) continue;
       CustomOperator c;
       c.schema = shared;
@@ -653,7 +742,9 @@ class BackendBuilder {
       if (dtype_overload != nullptr)
         rule.dtype_overload = share(*dtype_overload);
       // The signature points into the shared copy, not the registry.
-      auto sig = signatureOf(rule.function->schema, entry.loc);
+      auto sig = mapped(rule.function->schema, entry.loc, [&] {
+        return schema::dispatcherSignature(*rule.function);
+      });
       if (!sig) continue;
       rule.signature = std::move(*sig);
       rule.loc = entry.loc;
@@ -759,7 +850,7 @@ class BackendBuilder {
                 });
       for (auto& m : op.members)
         m.wrapper_name = uniqueWrapper(m.fullName());
-      if (op.kind == OpKind::kKernel) {
+      if (spec::kindTraits(op.kind).user_kernel) {
         op.kernel_name = "kernel_" + sanitize(op.full_name);
         op.kernel_file = "kernels/" + sanitize(op.full_name) + ".cpp";
         claimKernel(op.kernel_file, op.full_name, op.loc);

@@ -395,8 +395,14 @@ CppType returnsCppType(const std::vector<Return>& returns,
 /// in schema order (out arguments last, where the schema puts them), no
 /// defaults, no TensorOptions packing, SymInt kept. Throws SchemaParseError
 /// (column 0) for a type it cannot map.
+///
+/// The options are not optional: an aten operator's come from its
+/// native_functions.yaml entry (use the NativeFunction overload), and the
+/// bare schema alone maps `cat`'s `Tensor[]` to `at::TensorList` where ATen
+/// declares `const at::ITensorListRef&`. A schema of no entry (a custom
+/// operator) passes `{}`.
 CppSignature dispatcherSignature(const FunctionSchema& schema,
-                                 SignatureOptions options = {});
+                                 SignatureOptions options);
 /// The same for a native_functions.yaml entry, with its own options.
 CppSignature dispatcherSignature(const NativeFunction& fn);
 

@@ -15,15 +15,37 @@ namespace {
 const std::vector<std::string> kTopKeys = {"operators", "custom"};
 const std::vector<std::string> kEntryKeys = {"op", "kind", "group", "stub"};
 const std::vector<std::string> kCustomKeys = {"schema", "meta", "autograd"};
-const std::vector<std::string> kKindNames = {"builtin", "kernel", "stub",
-                                             "emulate", "fallback"};
+// The names a `kind:` may have, in table order.
+const std::vector<std::string>& listedKindNames() {
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> names;
+    for (const KindTraits& t : kindTraitsTable()) {
+      if (t.listed) names.emplace_back(t.name);
+    }
+    return names;
+  }();
+  return kNames;
+}
+
+// The names of the kinds with `trait`, for messages: "kernel, emulate and
+// fallback".
+std::string kindsWith(bool KindTraits::*trait) {
+  std::vector<std::string_view> names;
+  for (const KindTraits& t : kindTraitsTable()) {
+    if (t.*trait) names.push_back(t.name);
+  }
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " and " : ", ";
+    out += names[i];
+  }
+  return out;
+}
 
 std::optional<OpKind> parseKind(std::string_view s) {
-  if (s == "builtin") return OpKind::kBuiltin;
-  if (s == "kernel") return OpKind::kKernel;
-  if (s == "stub") return OpKind::kStub;
-  if (s == "emulate") return OpKind::kEmulate;
-  if (s == "fallback") return OpKind::kFallback;
+  for (const KindTraits& t : kindTraitsTable()) {
+    if (t.listed && t.name == s) return t.kind;
+  }
   return std::nullopt;
 }
 
@@ -95,9 +117,10 @@ std::optional<OperatorEntry> readEntry(YamlReader& r, const YAML::Node& item) {
     kind = parseKind(*text);
     if (!kind) {
       std::string message = "unknown operator kind '" + *text + "'";
-      std::string near = nearestName(*text, kKindNames);
+      std::string near = nearestName(*text, listedKindNames());
       if (!near.empty()) message += "; did you mean '" + near + "'?";
-      std::vector<std::string> notes = {"kinds: " + joinNames(kKindNames)};
+      std::vector<std::string> notes = {"kinds: " +
+                                        joinNames(listedKindNames())};
       if (*text == "custom") {
         notes.push_back(
             "custom operators are listed under 'custom:' with "
@@ -119,7 +142,7 @@ std::optional<OperatorEntry> readEntry(YamlReader& r, const YAML::Node& item) {
         r.error(
             r.loc(group->key_node),
             "'group' is not allowed for kind " + std::string(kindName(*kind)),
-            {"'group' applies to the kinds kernel, emulate and fallback"});
+            {"'group' applies to the kinds " + kindsWith(&KindTraits::groups)});
         ok = false;
       } else {
         entry.group = *value;
@@ -132,7 +155,7 @@ std::optional<OperatorEntry> readEntry(YamlReader& r, const YAML::Node& item) {
   if (const YamlField* stub = map->find("stub")) {
     if (auto value = r.fieldString(*stub)) {
       entry.stub_loc = r.loc(stub->value);
-      if (kind && *kind != OpKind::kStub) {
+      if (kind && !kindTraits(*kind).takes_stub) {
         r.error(r.loc(stub->key_node),
                 "'stub' is only allowed for kind stub, not " +
                     std::string(kindName(*kind)));
@@ -398,7 +421,9 @@ class QuickReader {
       entry.group = *value;
     }
     if (stub.value) {
-      if (*parsed != OpKind::kStub || !isIdentifier(*stub.value)) return false;
+      if (!kindTraits(*parsed).takes_stub || !isIdentifier(*stub.value)) {
+        return false;
+      }
       entry.stub = std::string(*stub.value);
       entry.stub_loc = locAt(stub.at);
     }
@@ -461,25 +486,59 @@ class QuickReader {
 
 }  // namespace
 
-std::string_view kindName(OpKind kind) {
-  switch (kind) {
-    case OpKind::kBuiltin:
-      return "builtin";
-    case OpKind::kKernel:
-      return "kernel";
-    case OpKind::kStub:
-      return "stub";
-    case OpKind::kEmulate:
-      return "emulate";
-    case OpKind::kFallback:
-      return "fallback";
+const std::vector<KindTraits>& kindTraitsTable() {
+  static const std::vector<KindTraits> kTable = {
+      {.kind = OpKind::kBuiltin,
+       .name = "builtin",
+       .builtin_set = true,
+       .emitter = "runtime"},
+      {.kind = OpKind::kKernel,
+       .name = "kernel",
+       .groups = true,
+       .user_kernel = true,
+       .emitter = "operators"},
+      {.kind = OpKind::kStub,
+       .name = "stub",
+       .takes_stub = true,
+       .emitter = "operators"},
+      {.kind = OpKind::kEmulate,
+       .name = "emulate",
+       .groups = true,
+       .needs_cpu_kernel = true,
+       .cpu_runs = "on device memory",
+       .emitter = "operators"},
+      {.kind = OpKind::kFallback,
+       .name = "fallback",
+       .groups = true,
+       .needs_cpu_kernel = true,
+       .cpu_runs = "on copies",
+       .emitter = "operators"},
+      {.kind = OpKind::kCustom,
+       .name = "custom",
+       .listed = false,
+       .user_kernel = true,
+       .emitter = "operators"},
+  };
+  return kTable;
+}
+
+const KindTraits& kindTraits(OpKind kind) {
+  const auto& table = kindTraitsTable();
+  const auto i = static_cast<std::size_t>(kind);
+  if (i >= table.size() || table[i].kind != kind) {
+    throw AccgenError(ExitCode::kInternal,
+                      "registration kind " + std::to_string(i) +
+                          " has no row in kindTraitsTable()");
   }
-  return "?";
+  return table[i];
+}
+
+std::string_view kindName(OpKind kind) {
+  return kindTraits(kind).name;
 }
 
 bool kindAllowsGroup(OpKind kind) {
-  return kind == OpKind::kKernel || kind == OpKind::kEmulate ||
-         kind == OpKind::kFallback;
+  return kindTraits(kind).groups;
 }
 
 std::optional<OperatorsSpec> parseOperatorsSpec(std::string_view text,

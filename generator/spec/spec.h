@@ -27,10 +27,43 @@ enum class FallbackPolicy {
 };
 
 /// How operators.yaml registers an operator (DESIGN.md, "Operator
-/// registration kinds").
-enum class OpKind { kBuiltin, kKernel, kStub, kEmulate, kFallback };
+/// registration kinds"). kCustom is the kind of the `custom:` entries, which
+/// are not listed with a `kind:`.
+enum class OpKind { kBuiltin, kKernel, kStub, kEmulate, kFallback, kCustom };
 
-/// "builtin", "kernel", "stub", "emulate", "fallback".
+/// Everything the generator decides from a registration kind, one row per
+/// kind (kindTraitsTable() in operators_spec.cpp). Code that needs a fact
+/// about a kind reads its row instead of comparing kinds.
+struct KindTraits {
+  OpKind kind;
+  /// The spelling in operators.yaml and in messages: "emulate".
+  std::string_view name;
+  /// Written as `kind: <name>` in `operators:` (every kind but custom).
+  bool listed = true;
+  /// Accepts `group:`, and registers the group by default.
+  bool groups = false;
+  /// Accepts `stub:` (the DispatchStub it registers).
+  bool takes_stub = false;
+  /// Only the fixed builtin set may have it, and the set must have it.
+  bool builtin_set = false;
+  /// Runs the operator's CPU kernel, which it therefore needs; `cpu_runs`
+  /// says how ("on device memory", "on copies").
+  bool needs_cpu_kernel = false;
+  std::string_view cpu_runs = {};
+  /// The user writes its body, in a user-owned kernels/<op>.cpp.
+  bool user_kernel = false;
+  /// The emitter (its registry name) that writes its registrations.
+  std::string_view emitter;
+};
+
+/// Every kind's row, in enum order.
+const std::vector<KindTraits>& kindTraitsTable();
+
+/// The row of `kind`; an internal error (AccgenError kInternal) for a kind
+/// without one.
+const KindTraits& kindTraits(OpKind kind);
+
+/// "builtin", "kernel", "stub", "emulate", "fallback", "custom".
 std::string_view kindName(OpKind kind);
 
 /// True for the kinds that accept `group:` (kernel, emulate, fallback).

@@ -23,7 +23,7 @@ std::vector<RegisteredOp> registeredOps(const model::Backend& backend) {
       r.via = op.full_name;
       // One body serves a kernel group: the user implements the primary
       // form, the generated wrappers adapt the siblings to it.
-      r.user_signature = op.kind == spec::OpKind::kKernel && m.primary;
+      r.user_signature = spec::kindTraits(op.kind).user_kernel && m.primary;
       if (r.user_signature) r.kernel_name = op.kernel_name;
       r.kernel_file = op.kernel_file;
       r.loc = op.loc;
@@ -36,7 +36,7 @@ std::vector<RegisteredOp> registeredOps(const model::Backend& backend) {
     r.name = c.qualified_name;
     r.schema = c.schema.get();
     r.signature = c.signature;
-    r.kind = "custom";
+    r.kind = std::string(spec::kindName(spec::OpKind::kCustom));
     r.via = c.qualified_name;
     r.user_signature = true;
     r.kernel_name = c.kernel_name;

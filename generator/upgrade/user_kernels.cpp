@@ -358,7 +358,9 @@ std::vector<Diagnostic> checkUserKernels(const model::Backend& backend,
   std::vector<Diagnostic> out;
   std::vector<std::string> files;
   for (const model::Operator& op : backend.operators()) {
-    if (op.kind == spec::OpKind::kKernel) files.push_back(op.kernel_file);
+    if (spec::kindTraits(op.kind).user_kernel) {
+      files.push_back(op.kernel_file);
+    }
   }
   for (const model::CustomOperator& c : backend.customOperators()) {
     files.push_back(c.kernel_file);
@@ -375,7 +377,9 @@ std::vector<Diagnostic> checkUserKernels(const model::Backend& backend,
     out.insert(out.end(), diags.begin(), diags.end());
   };
   for (const model::Operator& op : backend.operators()) {
-    if (op.kind != spec::OpKind::kKernel || op.kernel_file.empty()) continue;
+    if (!spec::kindTraits(op.kind).user_kernel || op.kernel_file.empty()) {
+      continue;
+    }
     const model::Registration& p = op.primary();
     check(op.kernel_file, op.kernel_name, p.signature, "aten::" + p.fullName());
   }

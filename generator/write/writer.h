@@ -64,7 +64,9 @@ std::string manifestText(const std::vector<RenderedFile>& files,
 /// `inputs` and every generated file it lists still has its hash (and every
 /// user file exists), a regeneration from the same inputs would write
 /// nothing; returns that run's report then (everything unchanged or kept),
-/// else nullopt.
+/// else nullopt. The recorded `inputs` are those the run leaves behind: a
+/// run that writes the lock or creates user kernels fingerprints them as
+/// written (inputsAfterWriting in generator/cli/generate.cpp).
 std::optional<WriteReport> currentTree(const std::string& out_dir,
                                        const std::string& inputs);
 

@@ -133,6 +133,44 @@ TEST_F(CliTest, InitCreatesAProjectThatRegeneratesToNothing) {
   EXPECT_EQ(accgen("validate", project).code, 0);
 }
 
+// init generates its project as `generate` would, lock and input
+// fingerprint included: the CI workflow it writes runs `generate --check`
+// first, and a plain generate right after init has nothing to write.
+TEST_F(CliTest, InitLeavesAProjectThatIsAlreadyCurrent) {
+  fs::path project = initProject();
+  EXPECT_TRUE(fs::exists(project / "specs" / "accgen.lock"));
+  auto manifest =
+      nlohmann::json::parse(slurp(project / "accgen-manifest.json"));
+  EXPECT_TRUE(manifest.contains("inputs")) << manifest.dump(2);
+
+  Result check = accgen("generate --check", project);
+  EXPECT_EQ(check.code, 0) << check.out << check.err;
+
+  auto before = snapshot(project);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  Result again = accgen("generate", project);
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(again.out.rfind("0 written, ", 0), 0u) << again.out;
+  EXPECT_EQ(snapshot(project), before);  // bytes and times, manifest too
+}
+
+// The same for a first generate that creates the lock and user kernels:
+// the manifest records the inputs as the run leaves them.
+TEST_F(CliTest, FirstGenerateRecordsTheInputsItLeaves) {
+  fs::copy(fs::path(ACCGEN_SOURCE_DIR) / "specs", dir_ / "specs");
+  fs::remove(dir_ / "specs" / "accgen.lock");
+  Result first = accgen("generate --out out", dir_);
+  ASSERT_EQ(first.code, 0) << first.err;
+  ASSERT_NE(first.out.find("user files created"), std::string::npos)
+      << first.out;
+  EXPECT_EQ(accgen("generate --out out --check", dir_).code, 0);
+  auto before = snapshot(dir_ / "out");
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  Result again = accgen("generate --out out", dir_);
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(snapshot(dir_ / "out"), before);
+}
+
 TEST_F(CliTest, InitIntoAnEmptyExistingDirectory) {
   fs::create_directories(dir_ / "empty");
   Result r = accgen("init demo --dir empty", dir_);
@@ -276,6 +314,25 @@ TEST_F(CliTest, InspectShowsSchemaSignatureAndRegistration) {
   EXPECT_NE(bad.err.find("did you mean 'add.Tensor'"), std::string::npos);
 }
 
+TEST_F(CliTest, InspectShowsTheSignatureOptionsOfTheEntry) {
+  // cat is structured: ATen takes its tensors as ITensorListRef, and so
+  // does the kernel the backend would register.
+  Result r = accgen("inspect cat --specs nowhere", dir_);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("at::Tensor kernel(const at::ITensorListRef& "
+                       "tensors, int64_t dim)"),
+            std::string::npos)
+      << r.out;
+  // resize_as_ uses const references for the tensors it writes.
+  Result resize = accgen("inspect --json resize_as_ --specs nowhere", dir_);
+  ASSERT_EQ(resize.code, 0) << resize.err;
+  auto j = nlohmann::json::parse(resize.out);
+  EXPECT_EQ(j["signature"].get<std::string>().rfind(
+                "const at::Tensor& kernel(const at::Tensor& self", 0),
+            0u)
+      << resize.out;
+}
+
 /// The spec error cases of tests/errors, through the binary: the same
 /// diagnostics as the in-process test, then the summary line, exit code 3.
 TEST_F(CliTest, ErrorCasesThroughTheBinary) {
@@ -309,6 +366,12 @@ TEST_F(CliTest, ErrorCasesThroughTheBinary) {
     if (expected_code == 3) {
       EXPECT_NE(r.err.find("in specs; nothing was written"), std::string::npos)
           << entry.path().filename();
+      // Every check is the model's: generate refuses exactly what validate
+      // refuses, with the same located messages, before writing anything.
+      Result gen = accgen("generate --specs specs --out out", work);
+      EXPECT_EQ(gen.code, r.code) << entry.path().filename();
+      EXPECT_EQ(gen.err, r.err) << entry.path().filename();
+      EXPECT_FALSE(fs::exists(work / "out")) << entry.path().filename();
     }
     ++ran;
   }

@@ -199,6 +199,37 @@ TEST_F(RealTorch, NamesAndSignatures) {
   EXPECT_EQ(out.signature.arguments.back().name, "out");
 }
 
+// The signature options of an entry (structured: ITensorListRef; resize_
+// and friends: const references to written tensors) reach the wrappers:
+// c10 refuses a kernel whose C++ type differs from ATen's declaration.
+TEST_F(RealTorch, KernelSignaturesKeepTheEntryOptions) {
+  DiagnosticEngine diags;
+  auto backend = build(specs(std::string("operators:\n") + kBuiltins +
+                             "  - {op: cat, kind: kernel}\n"
+                             "  - {op: resize_as_, kind: kernel}\n"),
+                       diags);
+  ASSERT_TRUE(backend) << printed(diags);
+  const Operator* cat = backend->findRegistration("cat");
+  ASSERT_NE(cat, nullptr);
+  EXPECT_EQ(cat->signature().decl("kernel_cat"),
+            "at::Tensor kernel_cat(const at::ITensorListRef& tensors, "
+            "int64_t dim)");
+  ASSERT_NE(cat->member("cat.out"), nullptr);
+  EXPECT_EQ(cat->member("cat.out")->signature.paramTypes(),
+            "const at::ITensorListRef&, int64_t, at::Tensor&");
+  const Operator* resize_as = backend->findRegistration("resize_as_");
+  ASSERT_NE(resize_as, nullptr);
+  EXPECT_EQ(resize_as->signature().returns.text, "const at::Tensor&");
+  EXPECT_EQ(resize_as->signature().arguments.front().type.text,
+            "const at::Tensor&");
+  // The model's mapping for a function is registrationOf's.
+  const schema::NativeFunction* fn = registry_->find("cat");
+  ASSERT_NE(fn, nullptr);
+  Registration r = registrationOf(registry_->shared(*fn), /*primary=*/true);
+  EXPECT_EQ(r.signature.functionType(), cat->signature().functionType());
+  EXPECT_EQ(r.role, schema::SchemaKind::kFunctional);
+}
+
 TEST_F(RealTorch, BackendValuesAndCustomOperators) {
   DiagnosticEngine diags;
   auto backend = build(
@@ -347,6 +378,14 @@ TEST_F(RealTorch, KindRules) {
        "unknown operator 'ad.Tensor'; did you mean 'add.Tensor'?"},
       {"{op: sub, kind: kernel}",
        "ambiguous operator 'sub': 'sub' has no overload without a name"},
+      // What the emitters could not write is refused here too, so that
+      // `accgen validate` and `accgen generate` agree.
+      {"{op: mm.out, kind: stub, stub: abs_stub}",
+       "operator 'mm.out' cannot be registered as a stub: it is structured "
+       "without a TensorIterator"},
+      {"{op: _native_batch_norm_legit, kind: kernel}",
+       "cannot derive '_native_batch_norm_legit.out' from the kernel of "
+       "'_native_batch_norm_legit'"},
   };
   for (const auto& c : cases) {
     DiagnosticEngine diags;
@@ -363,10 +402,12 @@ TEST_F(RealTorch, KindRules) {
 TEST_F(RealTorch, ADefaultStubThatExistsIsAccepted) {
   DiagnosticEngine diags;
   auto backend = build(specs(std::string("operators:\n") + kBuiltins +
-                             "  - {op: cumsum.out, kind: stub}\n"),
+                             "  - {op: sin.out, kind: stub}\n"),
                        diags);
   ASSERT_TRUE(backend) << printed(diags);
-  EXPECT_EQ(backend->findRegistration("cumsum.out")->stub, "cumsum_stub");
+  EXPECT_EQ(backend->findRegistration("sin.out")->stub, "sin_stub");
+  // The at::native function the registration routes to.
+  EXPECT_EQ(backend->findRegistration("sin.out")->stub_native, "sin_out");
 }
 
 TEST_F(RealTorch, StubsAreScannedFromTheIncludeDirectory) {
@@ -433,6 +474,10 @@ TEST_F(RealTorch, CustomOperatorRules) {
        5},
       {"f(Tensor self) -> ()", "    autograd: true\n",
        "custom operator 'f' cannot have autograd: it returns no Tensor", 5},
+      {"f(Tensor self) -> (Tensor, int)", "    autograd: true\n",
+       "custom operator 'f' cannot have autograd: it returns a value that is "
+       "not a Tensor",
+       5},
   };
   for (const auto& c : cases) {
     DiagnosticEngine diags;
@@ -446,6 +491,42 @@ TEST_F(RealTorch, CustomOperatorRules) {
     EXPECT_EQ(diags.diagnostics()[0].loc.line, 16) << c.schema;
     EXPECT_EQ(diags.diagnostics()[0].loc.column, c.column) << c.schema;
   }
+}
+
+TEST(KindTraits, EveryKindHasOneRowInEnumOrder) {
+  const auto& table = spec::kindTraitsTable();
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    EXPECT_EQ(static_cast<std::size_t>(table[i].kind), i);
+    EXPECT_EQ(&spec::kindTraits(table[i].kind), &table[i]);
+    EXPECT_FALSE(table[i].name.empty());
+    EXPECT_FALSE(table[i].emitter.empty()) << table[i].name;
+  }
+  EXPECT_EQ(spec::kindName(spec::OpKind::kCustom), "custom");
+  EXPECT_FALSE(spec::kindTraits(spec::OpKind::kCustom).listed);
+  EXPECT_TRUE(spec::kindAllowsGroup(spec::OpKind::kFallback));
+  EXPECT_FALSE(spec::kindAllowsGroup(spec::OpKind::kStub));
+  try {
+    spec::kindTraits(static_cast<spec::OpKind>(table.size()));
+    FAIL() << "expected an internal error";
+  } catch (const AccgenError& e) {
+    EXPECT_EQ(e.code(), ExitCode::kInternal);
+  }
+}
+
+TEST(Derivation, WhatAKernelGroupCanDerive) {
+  using K = schema::SchemaKind;
+  EXPECT_EQ(derivationOf(K::kOut, 1, K::kFunctional, 0),
+            Derivation::kFunctionalFromOut);
+  EXPECT_EQ(derivationOf(K::kOut, 1, K::kInplace, 0),
+            Derivation::kInplaceFromOut);
+  EXPECT_EQ(derivationOf(K::kOut, 2, K::kInplace, 0), std::nullopt);
+  EXPECT_EQ(derivationOf(K::kInplace, 0, K::kOut, 1),
+            Derivation::kOutFromInplace);
+  EXPECT_EQ(derivationOf(K::kInplace, 0, K::kOut, 2), std::nullopt);
+  EXPECT_EQ(derivationOf(K::kFunctional, 0, K::kInplace, 0),
+            Derivation::kInplaceFromFunctional);
+  EXPECT_EQ(derivationOf(K::kMutable, 0, K::kFunctional, 0), std::nullopt);
+  EXPECT_EQ(derivationOf(K::kFunctional, 0, K::kMutable, 0), std::nullopt);
 }
 
 TEST_F(RealTorch, BadSchemaNotePointsAtTheColumn) {

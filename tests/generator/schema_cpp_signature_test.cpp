@@ -110,9 +110,10 @@ INSTANTIATE_TEST_SUITE_P(
         MapCase{"int[]", "::std::vector<int64_t>"}));
 
 TEST(CppSignature, AddOutKeepsOutLastAndDropsDefaults) {
-  CppSignature sig = dispatcherSignature(parseFunctionSchema(
-      "add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) "
-      "-> Tensor(a!)"));
+  CppSignature sig = dispatcherSignature(
+      parseFunctionSchema("add.out(Tensor self, Tensor other, *, Scalar "
+                          "alpha=1, Tensor(a!) out) -> Tensor(a!)"),
+      {});
   EXPECT_EQ(sig.decl("wrapper_add_out"),
             "at::Tensor& wrapper_add_out(const at::Tensor& self, const "
             "at::Tensor& other, const at::Scalar& alpha, at::Tensor& out)");
@@ -128,10 +129,12 @@ TEST(CppSignature, AddOutKeepsOutLastAndDropsDefaults) {
 }
 
 TEST(CppSignature, TensorOptionsStayUnpacked) {
-  CppSignature sig = dispatcherSignature(parseFunctionSchema(
-      "empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? "
-      "layout=None, Device? device=None, bool? pin_memory=None, "
-      "MemoryFormat? memory_format=None) -> Tensor"));
+  CppSignature sig = dispatcherSignature(
+      parseFunctionSchema(
+          "empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, "
+          "Layout? layout=None, Device? device=None, bool? pin_memory=None, "
+          "MemoryFormat? memory_format=None) -> Tensor"),
+      {});
   EXPECT_EQ(sig.paramTypes(),
             "c10::SymIntArrayRef, ::std::optional<at::ScalarType>, "
             "::std::optional<at::Layout>, ::std::optional<at::Device>, "
@@ -149,7 +152,7 @@ TEST(CppSignature, OptionsOfTheEntry) {
   EXPECT_EQ(dispatcherSignature(resize, const_ref).functionType(),
             "const at::Tensor&(const at::Tensor&, c10::SymIntArrayRef, "
             "::std::optional<at::MemoryFormat>)");
-  EXPECT_EQ(dispatcherSignature(resize).functionType(),
+  EXPECT_EQ(dispatcherSignature(resize, {}).functionType(),
             "at::Tensor&(at::Tensor&, c10::SymIntArrayRef, "
             "::std::optional<at::MemoryFormat>)");
 
@@ -160,7 +163,8 @@ TEST(CppSignature, OptionsOfTheEntry) {
   ilist.ilistref_for_tensor_lists = true;
   EXPECT_EQ(dispatcherSignature(cat, ilist).paramTypes(),
             "const at::ITensorListRef&, int64_t");
-  EXPECT_EQ(dispatcherSignature(cat).paramTypes(), "at::TensorList, int64_t");
+  EXPECT_EQ(dispatcherSignature(cat, {}).paramTypes(),
+            "at::TensorList, int64_t");
 
   NativeFunction fn;
   fn.schema = cat;

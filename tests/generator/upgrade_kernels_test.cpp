@@ -16,7 +16,7 @@ class KernelSourceTest : public ::testing::Test {
       : schema_(schema::parseFunctionSchema(
             "add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) "
             "out) -> Tensor(a!)")),
-        sig_(schema::dispatcherSignature(schema_)) {}
+        sig_(schema::dispatcherSignature(schema_, {})) {}
 
   std::vector<Diagnostic> check(const std::string& source) {
     return checkKernelSource(source, "kernels/add.cpp", "kernel_add_out", sig_,
@@ -114,7 +114,7 @@ TEST_F(KernelSourceTest, TemplateArgumentsWithCommasStayOneParameter) {
   auto s = schema::parseFunctionSchema(
       "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, "
       "Tensor indices)");
-  auto sig = schema::dispatcherSignature(s);
+  auto sig = schema::dispatcherSignature(s, {});
   EXPECT_TRUE(checkKernelSource(
                   "std::tuple<at::Tensor, at::Tensor> kernel_max_dim(const "
                   "at::Tensor& self, int64_t dim, bool keepdim) { return {}; }",
@@ -123,7 +123,7 @@ TEST_F(KernelSourceTest, TemplateArgumentsWithCommasStayOneParameter) {
   auto opt = schema::parseFunctionSchema(
       "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, "
       "ScalarType? dtype=None) -> Tensor");
-  auto opt_sig = schema::dispatcherSignature(opt);
+  auto opt_sig = schema::dispatcherSignature(opt, {});
   EXPECT_TRUE(
       checkKernelSource("at::Tensor kernel_sum(const at::Tensor& self, "
                         "at::OptionalIntArrayRef dim, bool keepdim, "

@@ -182,7 +182,7 @@ TEST(DiffSchema, KernelEditFollowsTheCppSignature) {
     static std::vector<schema::FunctionSchema> keep;
     keep.reserve(16);
     keep.push_back(schema::parseFunctionSchema(s));
-    return schema::dispatcherSignature(keep.back());
+    return schema::dispatcherSignature(keep.back(), {});
   };
   const char* base = "f(Tensor self, Tensor other) -> Tensor";
   const char* renamed = "f(Tensor self, Tensor rhs) -> Tensor";

@@ -1,7 +1,8 @@
 // schema_compile_gen: writes the sources of the all-operator signature proof.
 //
 // For every native function that can have a backend kernel, it writes a
-// wrapper with the C++ signature accgen's schema layer maps it to, a
+// wrapper with the C++ signature the backend model registers it with
+// (model::registrationOf, the path every generated wrapper takes), a
 // static_assert that the wrapper's type is exactly libtorch's own
 // at::_ops::<op>::schema, and an `m.impl` on PrivateUse1. Every other
 // function gets the static_assert alone. Built into one
@@ -24,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "generator/model/backend.h"
 #include "generator/schema/schema.h"
 
 namespace {
@@ -69,7 +71,16 @@ void writeIfChanged(const fs::path& path, const std::string& text) {
 // `fns` are registered; `typecheck_only` (the operators that cannot have a
 // backend kernel) get only the static_assert, so that the mapping is proven
 // against libtorch for every function of the file.
-std::string shardText(const std::vector<const NativeFunction*>& fns,
+// The signature the backend model gives `fn`: generated wrappers and the
+// proof's wrappers come from the same function.
+accgen::schema::CppSignature modelSignature(
+    const accgen::schema::SchemaRegistry& reg, const NativeFunction& fn) {
+  return accgen::model::registrationOf(reg.shared(fn), /*primary=*/true)
+      .signature;
+}
+
+std::string shardText(const accgen::schema::SchemaRegistry& reg,
+                      const std::vector<const NativeFunction*>& fns,
                       const std::vector<const NativeFunction*>& typecheck_only,
                       int shard) {
   std::set<std::string> headers;
@@ -95,7 +106,7 @@ std::string shardText(const std::vector<const NativeFunction*>& fns,
   for (const auto* fn : fns) {
     const auto& s = fn->schema;
     std::string wrapper = "wrapper_" + unambiguousName(s);
-    auto sig = accgen::schema::dispatcherSignature(*fn);
+    auto sig = modelSignature(reg, *fn);
     os << "// " << s.text << "\n"
        << sig.decl(wrapper) << " {\n"
        << "  notAKernel(\"" << s.fullName() << "\");\n"
@@ -106,7 +117,7 @@ std::string shardText(const std::vector<const NativeFunction*>& fns,
   }
   for (const auto* fn : typecheck_only) {
     const auto& s = fn->schema;
-    auto sig = accgen::schema::dispatcherSignature(*fn);
+    auto sig = modelSignature(reg, *fn);
     os << "// " << s.text << " (not registered: "
        << (fn->hasCompositeImplicitAutograd() ? "CompositeImplicitAutograd"
                                               : "manual_kernel_registration")
@@ -169,7 +180,7 @@ int main(int argc, char** argv) {
     for (int k = 0; k < shards; ++k) {
       writeIfChanged(
           out / ("shard_" + std::to_string(k) + ".cpp"),
-          shardText(slice(selected, k), slice(typecheck_only, k), k));
+          shardText(reg, slice(selected, k), slice(typecheck_only, k), k));
     }
     std::string list;
     for (const auto* fn : selected)
