@@ -3,16 +3,18 @@
 //
 // accgen's runtime calls tuneRuntime() once, on its first use, with its
 // defaults in `tuning`; change what your hardware needs (Note [Runtime
-// tuning] in accgen/runtime/Tuning.h lists every field and its range):
+// tuning] in accgen/runtime/Tuning.h lists every field and its range).
 //
-//   tuning.device_allocator.round_bytes = 4096;     // allocation granule
-//   tuning.device_allocator.caching = false;        // no caching allocator
-//   tuning.streams.per_pool = 8;                     // streams per priority
-//   tuning.device_properties = [](c10::DeviceIndex, accDeviceProp& prop) {
-//     std::snprintf(prop.name, sizeof(prop.name), "My Accelerator");
-//   };
+// The example names its devices after their index and serves high-priority
+// work from a larger stream pool; tests/python/test_tuning.py checks both.
+#include <cstdio>
+
 #include <accgen/runtime/Tuning.h>
 
-void accgen::runtime::tuneRuntime(RuntimeTuning& /*tuning*/) {
-  // The defaults serve the emulator.
+void accgen::runtime::tuneRuntime(RuntimeTuning& tuning) {
+  tuning.streams.per_pool = 8;
+  tuning.device_properties = [](c10::DeviceIndex device, accDeviceProp& prop) {
+    std::snprintf(prop.name, sizeof(prop.name), "accel emulated device %d",
+                  static_cast<int>(device));
+  };
 }

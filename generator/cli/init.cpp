@@ -113,10 +113,10 @@ int runInit(const InitOptions& options, std::ostream& out, std::ostream& err) {
     fs::rename(staging, dir);
     out << "created backend '" << options.name << "' in " << dir.string()
         << ": " << report.written.size() << " generated files, "
-        << report.created_user.size() << " kernel files\n"
-        << "next: CMAKE_PREFIX_PATH=<accgen prefix> pip install "
-           "--no-build-isolation "
-        << dir.string() << "\n";
+        << report.created_user.size() << " files of yours (kernels/, "
+        << "tuning.cpp)\n"
+        // CMake finds accgen's package from the bin/ of this accgen on PATH.
+        << "next: pip install --no-build-isolation " << dir.string() << "\n";
   } catch (...) {
     std::error_code ec;
     fs::remove_all(staging, ec);

@@ -33,7 +33,13 @@ def run(cmd, **kwargs):
 def second_backend(tmp_path_factory):
     work = tmp_path_factory.mktemp("init")
     project = work / "second"
-    run([ACCGEN, "init", "second", "--dir", str(project)])
+    created = run([ACCGEN, "init", "second", "--dir", str(project)])
+    # The command init tells the user to run next.
+    (next_line,) = [line for line in created.stdout.splitlines()
+                    if line.startswith("next: ")]
+    next_command = next_line[len("next: "):].split()
+    assert next_command == ["pip", "install", "--no-build-isolation",
+                            str(project)], next_line
     backend_yaml = project / "specs" / "backend.yaml"
     text = backend_yaml.read_text()
     assert "fallback: cpu" in text
@@ -50,8 +56,10 @@ def second_backend(tmp_path_factory):
                PATH=os.pathsep.join([os.path.join(PREFIX, "bin"),
                                      os.environ.get("PATH", "")]))
     env.pop("CMAKE_PREFIX_PATH", None)
-    run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation",
-         "--no-deps", "--target", str(target), str(project)], env=env)
+    # Exactly that command, into a directory of its own (PyTorch takes one
+    # PrivateUse1 backend per process, and the example is installed here).
+    run([sys.executable, "-m"] + next_command +
+        ["-q", "--no-deps", "--target", str(target)], env=env)
     return target
 
 
