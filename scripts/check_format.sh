@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Fails when a C++ file of the generator, the emulator or the tests is not
-# formatted as .clang-format says. `scripts/check_format.sh --fix` formats.
+# Fails when a C++ file of the generator, the runtime, the emulator or the
+# tests is not formatted as .clang-format says. `scripts/check_format.sh
+# --fix` formats.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mapfile -t files < <(git ls-files 'generator/*.cpp' 'generator/*.h' \
-  'runtime_emulator/*.cpp' 'runtime_emulator/*.h' 'tests/*.cpp' 'tests/*.h' \
+  'runtime/*.cpp' 'runtime/*.h' 'runtime_emulator/*.cpp' 'runtime_emulator/*.h' 'tests/*.cpp' 'tests/*.h' \
   'bench/*.cpp' ':!tests/golden/*')
 if [ "${1:-}" = "--fix" ]; then
   clang-format -i "${files[@]}"

@@ -34,7 +34,9 @@
 # against another torch gets a runtime built for that torch.
 include_guard(GLOBAL)
 
-set(ACCGEN_RUNTIME_DIR "${CMAKE_CURRENT_LIST_DIR}/.." CACHE INTERNAL
+get_filename_component(_accgen_runtime_dir "${CMAKE_CURRENT_LIST_DIR}/.."
+                       ABSOLUTE)
+set(ACCGEN_RUNTIME_DIR "${_accgen_runtime_dir}" CACHE INTERNAL
     "accgen's backend runtime sources")
 
 # accgen_find_torch(): imported targets accgen::torch (headers and the

@@ -37,10 +37,9 @@ void markChildAfterFork() {
 }
 
 void lazyInit() {
-  TORCH_CHECK(
-      !g_in_bad_fork.load(),
-      "Cannot re-initialize ", kDeviceName, " in a forked subprocess. Use the 'spawn' "
-      "start method with multiprocessing.");
+  TORCH_CHECK(!g_in_bad_fork.load(), "Cannot re-initialize ", kDeviceName,
+              " in a forked subprocess. Use the 'spawn' "
+              "start method with multiprocessing.");
   at::globalContext().lazyInitDevice(kDeviceType);
   g_initialized.store(true);
 }
@@ -165,8 +164,8 @@ PYBIND11_MODULE(_C, m) {
     return packStream(getCurrentStream(static_cast<c10::DeviceIndex>(device)));
   });
   m.def("_get_default_stream", [](int device) {
-    return packStream(
-        accgen::runtime::getDefaultStream(static_cast<c10::DeviceIndex>(device)));
+    return packStream(accgen::runtime::getDefaultStream(
+        static_cast<c10::DeviceIndex>(device)));
   });
   m.def("_set_stream",
         [](int64_t stream_id, int64_t device_index, int64_t device_type) {
@@ -181,8 +180,8 @@ PYBIND11_MODULE(_C, m) {
   });
 
   m.def("_get_default_generator", [](int device) {
-    const at::Generator& generator =
-        accgen::runtime::getDefaultGenerator(static_cast<c10::DeviceIndex>(device));
+    const at::Generator& generator = accgen::runtime::getDefaultGenerator(
+        static_cast<c10::DeviceIndex>(device));
     return py::reinterpret_steal<py::object>(
         THPGenerator_initDefaultGenerator(generator));
   });
@@ -208,7 +207,6 @@ PYBIND11_MODULE(_C, m) {
   if (kPinnedMemory) {
     m.def("_host_memory_stats", &hostMemoryStats);
     m.def(
-        "_empty_host_cache", [] { getHostAllocator()->empty_cache(); },
-        no_gil);
+        "_empty_host_cache", [] { getHostAllocator()->empty_cache(); }, no_gil);
   }
 }

@@ -95,7 +95,7 @@ void updateStat(StatArray& stat, std::size_t block_size, std::size_t amount,
                 bool increase) {
   const auto pool = block_size <= tuning().device_allocator.small_block_bytes
                         ? StatType::SMALL_POOL
-                                                   : StatType::LARGE_POOL;
+                        : StatType::LARGE_POOL;
   for (const auto type : {StatType::AGGREGATE, pool}) {
     Stat& s = stat[static_cast<std::size_t>(type)];
     if (increase) {
@@ -155,8 +155,8 @@ class CachingAllocator final : public c10::DeviceAllocator {
     }
     const std::lock_guard<std::mutex> lock(mutex_);
     const auto it = blocks_.find(ptr);
-    TORCH_CHECK(it != blocks_.end(),
-                "recordStream: pointer not from the ", kDeviceName, " allocator");
+    TORCH_CHECK(it != blocks_.end(), "recordStream: pointer not from the ",
+                kDeviceName, " allocator");
     Block& block = *it->second;
     if (stream.device_index() == block.device && stream.id() == block.stream) {
       return;
@@ -237,8 +237,8 @@ class CachingAllocator final : public c10::DeviceAllocator {
   c10::DeviceIndex freeBlock(void* ptr) {
     std::unique_lock<std::mutex> lock(mutex_);
     const auto it = blocks_.find(ptr);
-    TORCH_INTERNAL_ASSERT(it != blocks_.end(),
-                          kDeviceName, ": freeing an unknown pointer");
+    TORCH_INTERNAL_ASSERT(it != blocks_.end(), kDeviceName,
+                          ": freeing an unknown pointer");
     Block* block = it->second.get();
     if (block->stream_uses.empty()) {
       markFree(*block);
@@ -403,8 +403,9 @@ class CachingAllocator final : public c10::DeviceAllocator {
       reserved = stats.reserved_bytes[0].current;
     }
     TORCH_CHECK_WITH(
-        OutOfMemoryError, false, kDeviceName, " out of memory. Tried to allocate ",
-        formatBytes(requested), " on device ", static_cast<int>(device),
+        OutOfMemoryError, false, kDeviceName,
+        " out of memory. Tried to allocate ", formatBytes(requested),
+        " on device ", static_cast<int>(device),
         ", which has a total capacity of ", formatBytes(total_bytes),
         " of which ", formatBytes(free_bytes),
         " is free. Of the memory in use, ", formatBytes(allocated),
@@ -488,7 +489,8 @@ void resizeStorageBytes(c10::StorageImpl* storage, std::size_t size_bytes) {
     // Ordered on the current stream; the old block goes back to the cache
     // for that same stream, so nothing reuses it before the copy ran.
     ACCGEN_CHECK(accMemcpyAsync(data.get(), storage->data(), keep,
-                               accMemcpyDeviceToDevice, currentNativeStream()));
+                                accMemcpyDeviceToDevice,
+                                currentNativeStream()));
   }
   storage->set_data_ptr_noswap(std::move(data));
   storage->set_nbytes(size_bytes);

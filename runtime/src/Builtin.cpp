@@ -120,8 +120,8 @@ void launchCopyKernel(const at::Tensor& src, const at::Tensor& dst) {
   args->src_conj = src.is_conj();
   args->src_neg = src.is_neg();
   const void* buffers[] = {args->dst, args->src};
-  ACCGEN_CHECK(accLaunchKernel(currentNativeStream(), &runCopyKernel, args.get(),
-                              buffers, 2));
+  ACCGEN_CHECK(accLaunchKernel(currentNativeStream(), &runCopyKernel,
+                               args.get(), buffers, 2));
   (void)args.release();  // the kernel owns it now
 }
 
@@ -145,7 +145,7 @@ void copyHostToDevice(const at::Tensor& src, const at::Tensor& dst) {
   }
   accStream_t stream = currentNativeStream();
   ACCGEN_CHECK(accMemcpyAsync(dst.data_ptr(), staging.const_data_ptr(),
-                             byteSpan(dst), accMemcpyHostToDevice, stream));
+                              byteSpan(dst), accMemcpyHostToDevice, stream));
   ACCGEN_CHECK(accStreamSynchronize(stream));
 }
 
@@ -159,7 +159,7 @@ void copyDeviceToHost(const at::Tensor& src, const at::Tensor& dst) {
   at::Tensor staging = direct ? dst : hostStagingLike(source);
   accStream_t stream = currentNativeStream();
   ACCGEN_CHECK(accMemcpyAsync(staging.data_ptr(), source.const_data_ptr(),
-                             byteSpan(source), accMemcpyDeviceToHost, stream));
+                              byteSpan(source), accMemcpyDeviceToHost, stream));
   ACCGEN_CHECK(accStreamSynchronize(stream));
   if (!direct) {
     dst.copy_(staging);
@@ -171,8 +171,8 @@ void copyDeviceToDevice(const at::Tensor& src, const at::Tensor& dst) {
     const c10::DeviceGuard guard(dst.device());
     if (sameLayout(src, dst)) {
       ACCGEN_CHECK(accMemcpyAsync(dst.data_ptr(), src.const_data_ptr(),
-                                 byteSpan(dst), accMemcpyDeviceToDevice,
-                                 currentNativeStream()));
+                                  byteSpan(dst), accMemcpyDeviceToDevice,
+                                  currentNativeStream()));
     } else {
       launchCopyKernel(src, dst);
     }
@@ -199,8 +199,8 @@ void copyDeviceToDevice(const at::Tensor& src, const at::Tensor& dst) {
   }
   accStream_t stream = currentNativeStream();
   ACCGEN_CHECK(accMemcpyAsync(landed.data_ptr(), source.const_data_ptr(),
-                             byteSpan(source), accMemcpyDeviceToDevice,
-                             stream));
+                              byteSpan(source), accMemcpyDeviceToDevice,
+                              stream));
   // `source` may be a temporary of the other device: keep it until read.
   ACCGEN_CHECK(accStreamSynchronize(stream));
   if (!direct) {
@@ -211,8 +211,8 @@ void copyDeviceToDevice(const at::Tensor& src, const at::Tensor& dst) {
 void copyAny(const at::Tensor& src, const at::Tensor& dst) {
   TORCH_CHECK(
       (src.is_cpu() || isDevice(src)) && (dst.is_cpu() || isDevice(dst)),
-      kDeviceName, " can copy between ", kDeviceName, " and cpu tensors only, got ", src.device(),
-      " -> ", dst.device());
+      kDeviceName, " can copy between ", kDeviceName,
+      " and cpu tensors only, got ", src.device(), " -> ", dst.device());
   if (dst.numel() == 0) {
     return;
   }
@@ -287,8 +287,8 @@ at::Tensor wrapper_empty_memory_format(
     std::optional<at::Layout> layout, std::optional<at::Device> device,
     std::optional<bool> pin_memory,
     std::optional<at::MemoryFormat> memory_format) {
-  TORCH_CHECK(layout.value_or(at::kStrided) == at::kStrided,
-              kDeviceName, " supports strided tensors only, got layout ", *layout);
+  TORCH_CHECK(layout.value_or(at::kStrided) == at::kStrided, kDeviceName,
+              " supports strided tensors only, got layout ", *layout);
   TORCH_CHECK(!pin_memory.value_or(false),
               "Only dense CPU tensors can be pinned");
   const c10::DeviceGuard guard(device.value_or(at::Device(kDeviceType)));
@@ -303,8 +303,8 @@ at::Tensor wrapper_empty_strided(c10::SymIntArrayRef size,
                                  std::optional<at::Layout> layout,
                                  std::optional<at::Device> device,
                                  std::optional<bool> pin_memory) {
-  TORCH_CHECK(layout.value_or(at::kStrided) == at::kStrided,
-              kDeviceName, " supports strided tensors only, got layout ", *layout);
+  TORCH_CHECK(layout.value_or(at::kStrided) == at::kStrided, kDeviceName,
+              " supports strided tensors only, got layout ", *layout);
   TORCH_CHECK(!pin_memory.value_or(false),
               "Only dense CPU tensors can be pinned");
   const c10::DeviceGuard guard(device.value_or(at::Device(kDeviceType)));

@@ -2,13 +2,13 @@
 //
 // Note [Device stream pools]
 // As in CUDA, every device has its driver default stream plus two pools of
-// RuntimeTuning::Streams::per_pool streams (4 unless tuned), one at the driver's least (normal) priority and
-// one at its greatest priority. A device's pools are created on first use
-// and handed out round-robin, so creating a torch.Stream never costs a
-// driver call after the first. Pool streams live as long as the process.
-// A c10::StreamId encodes the pool in its upper bits and the slot in the
-// low kSlotBits bits; 0 is the default stream. Each host thread has its own
-// current stream per device, which starts as the default stream.
+// RuntimeTuning::Streams::per_pool streams (4 unless tuned), one at the
+// driver's least (normal) priority and one at its greatest priority. A device's
+// pools are created on first use and handed out round-robin, so creating a
+// torch.Stream never costs a driver call after the first. Pool streams live as
+// long as the process. A c10::StreamId encodes the pool in its upper bits and
+// the slot in the low kSlotBits bits; 0 is the default stream. Each host thread
+// has its own current stream per device, which starts as the default stream.
 #include <array>
 #include <atomic>
 #include <memory>
@@ -19,10 +19,10 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
+#include "Internal.h"
 #include "accgen/runtime/Driver.h"
 #include "accgen/runtime/Runtime.h"
 #include "accgen/runtime/Tuning.h"
-#include "Internal.h"
 
 namespace accgen::runtime {
 namespace {
@@ -104,7 +104,8 @@ c10::Stream makeStream(c10::DeviceIndex device, c10::StreamId id) {
 
 accStream_t nativeStream(const c10::Stream& stream) {
   TORCH_CHECK(stream.device_type() == kDeviceType,
-              "expected a stream of device type '", kDeviceName, "', got ", stream);
+              "expected a stream of device type '", kDeviceName, "', got ",
+              stream);
   const c10::DeviceIndex device = stream.device_index();
   checkDeviceIndex(device);
   const c10::StreamId id = stream.id();
@@ -118,7 +119,8 @@ accStream_t nativeStream(const c10::Stream& stream) {
   TORCH_CHECK(
       (pool == StreamPool::kLowPriority || pool == StreamPool::kHighPriority) &&
           slot < streamsPerPool(),
-      "unknown ", kDeviceName, " stream id ", id, " on device ", static_cast<int>(device));
+      "unknown ", kDeviceName, " stream id ", id, " on device ",
+      static_cast<int>(device));
   return poolsOf(device).streams[static_cast<int>(pool) - 1][slot];
 }
 
@@ -253,7 +255,7 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
       return;
     }
     ACCGEN_CHECK(accStreamWaitEvent(nativeStream(stream),
-                                   static_cast<accEvent_t>(event), 0));
+                                    static_cast<accEvent_t>(event), 0));
   }
 
   bool queryEvent(void* event) const override {
@@ -288,8 +290,8 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
         "Both events must be recorded before calculating elapsed time.");
     float milliseconds = 0;
     ACCGEN_CHECK(accEventElapsedTime(&milliseconds,
-                                    static_cast<accEvent_t>(start),
-                                    static_cast<accEvent_t>(end)));
+                                     static_cast<accEvent_t>(start),
+                                     static_cast<accEvent_t>(end)));
     return milliseconds;
   }
 

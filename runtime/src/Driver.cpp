@@ -20,8 +20,8 @@ const char* shortSourcePath(const char* file) {
   // either name.
   const char* short_path = file;
   for (const char* marker : {"/csrc/", "/runtime/"}) {
-    for (const char* found = std::strstr(short_path, marker);
-         found != nullptr; found = std::strstr(found + 1, marker)) {
+    for (const char* found = std::strstr(short_path, marker); found != nullptr;
+         found = std::strstr(found + 1, marker)) {
       short_path = found + 1;
     }
   }
@@ -30,9 +30,10 @@ const char* shortSourcePath(const char* file) {
 
 void throwDriverError(accError_t error, const char* call, const char* file,
                       int line, const char* function) {
-  std::string message = c10::str(
-      kDeviceName, " driver call ", call, " failed with ", accGetErrorName(error), ": ",
-      accGetErrorString(error), " (", shortSourcePath(file), ":", line, ")");
+  std::string message =
+      c10::str(kDeviceName, " driver call ", call, " failed with ",
+               accGetErrorName(error), ": ", accGetErrorString(error), " (",
+               shortSourcePath(file), ":", line, ")");
   const c10::SourceLocation location{function, file,
                                      static_cast<std::uint32_t>(line)};
   if (error == accErrorMemoryAllocation) {
@@ -73,7 +74,8 @@ void checkDeviceIndex(c10::DeviceIndex device) {
   const c10::DeviceIndex count = deviceCount();
   TORCH_CHECK(count > 0, kDeviceName, ": no devices are available");
   TORCH_CHECK(device >= 0 && device < count, "Invalid device index ",
-              static_cast<int>(device), " for ", kDeviceName, ": ", static_cast<int>(count),
+              static_cast<int>(device), " for ", kDeviceName, ": ",
+              static_cast<int>(count),
               " device(s) available, valid indices are 0..",
               static_cast<int>(count) - 1);
 }

@@ -62,7 +62,7 @@ bool isGeneratorType(const c10::TypePtr& type) {
   }
   const auto* optional = type->castRaw<c10::OptionalType>();
   return optional != nullptr &&
-      optional->getElementType()->kind() == c10::TypeKind::GeneratorType;
+         optional->getElementType()->kind() == c10::TypeKind::GeneratorType;
 }
 
 // How the emulation treats one argument of a schema.
@@ -97,8 +97,7 @@ struct Plan {
           kind = ArgKind::kTensorList;
         } else if (const auto* opt = elem->castRaw<c10::OptionalType>();
                    opt != nullptr &&
-                   opt->getElementType()->kind() ==
-                       c10::TypeKind::TensorType) {
+                   opt->getElementType()->kind() == c10::TypeKind::TensorType) {
           kind = ArgKind::kOptionalTensorList;
         }
       } else if (isGeneratorType(type)) {
@@ -134,7 +133,7 @@ void copyAsync(void* device_data, at::Tensor host, std::size_t nbytes) {
       HostToDevice{device_data, std::move(host), nbytes});
   const void* buffers[] = {device_data};
   ACCGEN_CHECK(accLaunchKernel(currentNativeStream(), &runHostToDevice,
-                                copy.get(), buffers, 1));
+                               copy.get(), buffers, 1));
   copy.release();
 }
 
@@ -176,9 +175,9 @@ class AliasSet {
         buffers_.push_back(data);
       }
     }
-    auto host = tensorOver(host_storage, c10::DispatchKey::CPU,
-                           device.dtype(), device.sizes(), device.strides(),
-                           device.storage_offset());
+    auto host =
+        tensorOver(host_storage, c10::DispatchKey::CPU, device.dtype(),
+                   device.sizes(), device.strides(), device.storage_offset());
     entries_.push_back({device, host, impl->data(), written});
     return host;
   }
@@ -237,17 +236,13 @@ class AliasSet {
     return copyToDevice(result);
   }
 
-  c10::DeviceIndex device() const {
-    return device_;
-  }
+  c10::DeviceIndex device() const { return device_; }
   void setDeviceIfUnset(c10::DeviceIndex device) {
     if (device_ < 0) {
       device_ = device;
     }
   }
-  c10::ArrayRef<const void*> buffers() const {
-    return buffers_;
-  }
+  c10::ArrayRef<const void*> buffers() const { return buffers_; }
 
  private:
   struct Entry {
@@ -342,9 +337,8 @@ class WarningCollector final : public c10::WarningHandler {
   void process(const c10::Warning& warning) override {
     // A result allocated here with its meta shape that the kernel still
     // resizes (mse_loss.out does, into a 0-dim result) concerns nobody.
-    if (fresh_results &&
-        warning.msg().find("was resized since it had shape") !=
-            std::string::npos) {
+    if (fresh_results && warning.msg().find("was resized since it had shape") !=
+                             std::string::npos) {
       return;
     }
     warnings.push_back(warning);
@@ -379,7 +373,7 @@ void launchAndWait(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
   // The CPU kernel reads this frame: a synchronous launch, which runs it on
   // this thread when the stream is idle.
   ACCGEN_CHECK(accLaunchKernelSync(currentNativeStream(device), &runLaunch,
-                                    &launch, buffers.data(), buffers.size()));
+                                   &launch, buffers.data(), buffers.size()));
   for (const c10::Warning& warning : launch.warnings.warnings) {
     c10::warn(warning);
   }
@@ -399,8 +393,9 @@ void runDirect(const c10::OperatorHandle& op, const Plan& plan,
     if (plan.has_generator) {
       generators.borrow(op.schema(), *stack, aliases.device());
     }
-    launchAndWait(aliases.device(), aliases.buffers(),
-                  [&] { op.redispatchBoxed(kCpuKeys, stack); }, fresh_results);
+    launchAndWait(
+        aliases.device(), aliases.buffers(),
+        [&] { op.redispatchBoxed(kCpuKeys, stack); }, fresh_results);
   }
   aliases.reconcileWritten();
   const std::size_t base = stack->size() - plan.num_returns;
@@ -660,9 +655,9 @@ bool shapeKey(const Plan& plan, const torch::jit::Stack& stack,
         const int64_t flags =
             (t.unsafeGetTensorImpl()->is_wrapped_number() ? 1 : 0) |
             (t.is_conj() ? 2 : 0) | (t.is_neg() ? 4 : 0);
-        key.insert(key.end(), {21, static_cast<int64_t>(t.device().type()),
-                               static_cast<int64_t>(t.scalar_type()), flags,
-                               t.dim()});
+        key.insert(key.end(),
+                   {21, static_cast<int64_t>(t.device().type()),
+                    static_cast<int64_t>(t.scalar_type()), flags, t.dim()});
         key.append(t.sizes().begin(), t.sizes().end());
         key.append(t.strides().begin(), t.strides().end());
         key.push_back(t.storage_offset());
@@ -709,8 +704,7 @@ void runViaOut(const c10::OperatorHandle& op, const c10::OperatorHandle& out,
       plan.shapes.insert(std::move(key), shapes);
     }
   }
-  const c10::Device target(kDeviceType,
-                           callDevice(plan.functional, *stack));
+  const c10::Device target(kDeviceType, callDevice(plan.functional, *stack));
   c10::DeviceGuard guard(target);
   c10::SmallVector<at::Tensor, 2> results;
   for (const ShapeCache::Result& r : shapes) {
@@ -822,8 +816,7 @@ void runOnDevice(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
 }
 
 void HostGenerators::borrow(const c10::FunctionSchema& schema,
-                            torch::jit::Stack& stack,
-                            c10::DeviceIndex device) {
+                            torch::jit::Stack& stack, c10::DeviceIndex device) {
   const auto& arguments = schema.arguments();
   const std::size_t base = stack.size() - arguments.size();
   for (std::size_t i = 0; i < arguments.size(); ++i) {
@@ -835,8 +828,8 @@ void HostGenerators::borrow(const c10::FunctionSchema& schema,
     if (value.isGenerator()) {
       generator = value.toGenerator();
       // As on other devices: a CPU generator does not drive device tensors.
-      TORCH_CHECK(generator->device().type() == kDeviceType,
-                  "Expected a '", c10::DeviceType(kDeviceType),
+      TORCH_CHECK(generator->device().type() == kDeviceType, "Expected a '",
+                  c10::DeviceType(kDeviceType),
                   "' device type for generator but found '",
                   generator->device().type(), "'");
     }

@@ -64,8 +64,8 @@ CpuGeneratorScope::CpuGeneratorScope(
       lock_(device_.mutex()),
       cpu_(at::detail::createCPUGenerator()) {
   TORCH_CHECK(device_.device().type() == kDeviceType,
-              "expected a generator of device type '", kDeviceName, "', got one for ",
-              device_.device());
+              "expected a generator of device type '", kDeviceName,
+              "', got one for ", device_.device());
   cpu_.set_state(device_.get_state());
 }
 

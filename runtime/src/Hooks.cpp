@@ -8,9 +8,9 @@
 #include <c10/core/StorageImpl.h>
 #include <c10/util/Exception.h>
 
+#include "Internal.h"
 #include "accgen/runtime/Driver.h"
 #include "accgen/runtime/Runtime.h"
-#include "Internal.h"
 
 namespace accgen::runtime {
 namespace {
@@ -18,7 +18,8 @@ namespace {
 struct Hooks final : public at::PrivateUse1HooksInterface {
   void init() const override {
     initDriver();
-    TORCH_CHECK(deviceCount() > 0, kDeviceName, ": the driver reports no devices");
+    TORCH_CHECK(deviceCount() > 0, kDeviceName,
+                ": the driver reports no devices");
   }
 
   bool isBuilt() const override { return true; }
@@ -30,7 +31,9 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
     return device_index >= 0 && device_index < deviceCount();
   }
 
-  c10::DeviceIndex deviceCount() const override { return accgen::runtime::deviceCount(); }
+  c10::DeviceIndex deviceCount() const override {
+    return accgen::runtime::deviceCount();
+  }
 
   void setCurrentDevice(c10::DeviceIndex device) const override {
     setDevice(device);
@@ -57,8 +60,8 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
   at::Device getDeviceFromPtr(void* data) const override {
     accPointerAttributes attributes{};
     ACCGEN_CHECK(accPointerGetAttributes(&attributes, data));
-    TORCH_CHECK(attributes.type == accMemoryTypeDevice,
-                kDeviceName, ": the pointer is not device memory");
+    TORCH_CHECK(attributes.type == accMemoryTypeDevice, kDeviceName,
+                ": the pointer is not device memory");
     return {kDeviceType, static_cast<c10::DeviceIndex>(attributes.device)};
   }
 

@@ -22,7 +22,6 @@
 namespace accgen::runtime {
 namespace {
 
-
 struct HostBlock {
   std::size_t size = 0;
   bool allocated = false;

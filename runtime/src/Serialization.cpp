@@ -16,8 +16,8 @@
 #include <c10/core/TensorImpl.h>
 #include <torch/csrc/jit/serialization/pickler_helper.h>
 
-#include "accgen/runtime/Runtime.h"
 #include "Internal.h"
+#include "accgen/runtime/Runtime.h"
 
 namespace accgen::runtime {
 namespace {

@@ -160,9 +160,8 @@ TEST_F(OperatorFiles, OnlyBuiltinsGiveAutocastAndTheFallback) {
   for (const auto& f : emitOperators(b))
     paths.push_back(f.path);
   std::sort(paths.begin(), paths.end());
-  EXPECT_EQ(paths, (std::vector<std::string>{
-                       "csrc/ops/Autocast.cpp",
-                       "csrc/ops/RegisterFallback.cpp"}));
+  EXPECT_EQ(paths, (std::vector<std::string>{"csrc/ops/Autocast.cpp",
+                                             "csrc/ops/RegisterFallback.cpp"}));
 }
 
 TEST_F(OperatorFiles, StructuredFunctionalsRunThroughTheirOutOverload) {
@@ -191,13 +190,13 @@ TEST_F(OperatorFiles, EmulateRegistrationsAreShardedInOrder) {
   // 120.
   std::string ops = std::string("operators:\n") + kBuiltins;
   for (const char* op :
-       {"abs",   "acos",   "acosh",      "add.Tensor", "asin",    "asinh",
-        "atan",  "atanh",  "ceil",       "cos",        "cosh",    "deg2rad",
-        "digamma", "erf",  "erfc",       "erfinv",     "exp",     "exp2",
-        "expm1", "floor",  "frac",       "i0",         "lgamma",  "log",
-        "log10", "log1p",  "log2",       "neg",        "rad2deg", "reciprocal",
-        "round", "rsqrt",  "sgn",        "sigmoid",    "sign",    "sin",
-        "sinh",  "sqrt",   "tan",        "tanh",       "trunc"}) {
+       {"abs",     "acos",  "acosh", "add.Tensor", "asin",    "asinh",
+        "atan",    "atanh", "ceil",  "cos",        "cosh",    "deg2rad",
+        "digamma", "erf",   "erfc",  "erfinv",     "exp",     "exp2",
+        "expm1",   "floor", "frac",  "i0",         "lgamma",  "log",
+        "log10",   "log1p", "log2",  "neg",        "rad2deg", "reciprocal",
+        "round",   "rsqrt", "sgn",   "sigmoid",    "sign",    "sin",
+        "sinh",    "sqrt",  "tan",   "tanh",       "trunc"}) {
     ops += std::string("  - {op: ") + op + ", kind: emulate}\n";
   }
   const auto files = rendered(backend(ops));
@@ -276,7 +275,8 @@ TEST_F(OperatorFiles, StubsCustomOperatorsAutocastAndFallback) {
                   "Tensor self, Tensor other, float alpha=1.0) -> "
                   "Tensor\");"));
   EXPECT_TRUE(has(custom, "ACCGEN_LIBRARY_IMPL(accel, Meta, m)"));
-  EXPECT_TRUE(has(custom, "ACCGEN_LIBRARY_IMPL(accel, AutogradPrivateUse1, m)"));
+  EXPECT_TRUE(
+      has(custom, "ACCGEN_LIBRARY_IMPL(accel, AutogradPrivateUse1, m)"));
   EXPECT_TRUE(has(custom, "ctx->saved_data[\"alpha\"] = alpha;"));
   EXPECT_TRUE(has(custom,
                   "kernels::backward_scaled_add(grad_outputs, "

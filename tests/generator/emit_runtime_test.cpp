@@ -120,9 +120,8 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
 TEST_F(BackendFiles, TheRuntimeIsALibraryNotGeneratedText) {
   const auto b = backend("device: accel\n");
   const std::vector<std::string> expected = {
-      ".gitignore",          "CMakeLists.txt",
-      "csrc/Backend.h",      "csrc/accgen_config.h",
-      "pyproject.toml",      "src/torch_accel/__init__.py",
+      ".gitignore",           "CMakeLists.txt", "csrc/Backend.h",
+      "csrc/accgen_config.h", "pyproject.toml", "src/torch_accel/__init__.py",
       "tuning.cpp",
   };
   EXPECT_EQ(paths(b), expected);
@@ -138,8 +137,9 @@ TEST_F(BackendFiles, TheRuntimeIsALibraryNotGeneratedText) {
   // The build compiles accgen's runtime in: no runtime source is rendered.
   EXPECT_NE(text.at("CMakeLists.txt").find("accgen_add_backend(accel"),
             std::string::npos);
-  EXPECT_NE(text.at("src/torch_accel/__init__.py").find("from . import _device"),
-            std::string::npos);
+  EXPECT_NE(
+      text.at("src/torch_accel/__init__.py").find("from . import _device"),
+      std::string::npos);
 }
 
 TEST_F(BackendFiles, FeaturesBecomeConfigurationSwitches) {
@@ -156,10 +156,12 @@ TEST_F(BackendFiles, FeaturesBecomeConfigurationSwitches) {
 
 TEST_F(BackendFiles, TorchIsPinnedToTheReleaseOfTheSchemas) {
   const auto text = rendered(backend("device: accel\n"));
-  EXPECT_NE(text.at("pyproject.toml").find("dependencies = [\"torch==2.13.0\"]"),
-            std::string::npos);
-  EXPECT_NE(text.at("pyproject.toml").find("wheel.packages = [\"src/torch_accel\"]"),
-            std::string::npos);
+  EXPECT_NE(
+      text.at("pyproject.toml").find("dependencies = [\"torch==2.13.0\"]"),
+      std::string::npos);
+  EXPECT_NE(
+      text.at("pyproject.toml").find("wheel.packages = [\"src/torch_accel\"]"),
+      std::string::npos);
 }
 
 TEST_F(BackendFiles, NamesComeFromTheSpec) {

@@ -171,7 +171,7 @@ TEST_P(ErrorCase, MatchesExpected) {
   RunResult result = runCase(root);
   fs::remove_all(root);
 
-  if (const char* update = std::getenv("ACCGEN_UPDATE_EXPECTED");
+  if (const char* update = std::getenv("ACCGEN_UPDATE_GOLDEN");
       update && std::string(update) == "1") {
     writeText(dir / "expected.txt", result.diagnostics);
     writeText(dir / "exit_code", std::to_string(result.exit_code) + "\n");
@@ -184,7 +184,7 @@ TEST_P(ErrorCase, MatchesExpected) {
   int expected_code = std::stoi(readText(dir / "exit_code"));
   std::string hint =
       "\nIf the new output is right, update the expectations with:\n"
-      "  ACCGEN_UPDATE_EXPECTED=1 " +
+      "  ACCGEN_UPDATE_GOLDEN=1 " +
       std::string(::testing::internal::GetArgvs()[0]) +
       " --gtest_filter='Errors/ErrorCase.MatchesExpected/" + name + "'\n";
   EXPECT_EQ(expected, result.diagnostics)

@@ -97,14 +97,14 @@ TEST_P(SchemaDiffFixtures, TextReportMatchesExpected) {
   ASSERT_EQ(r.err, "");
   const fs::path expected_path = kFixtures / GetParam() / "expected.txt";
   const fs::path code_path = kFixtures / GetParam() / "exit_code";
-  if (std::getenv("ACCGEN_UPDATE_EXPECTED")) {
+  if (std::getenv("ACCGEN_UPDATE_GOLDEN")) {
     std::ofstream(expected_path, std::ios::binary) << r.out;
     std::ofstream(code_path, std::ios::binary) << r.code << "\n";
   }
   const std::string expected = slurp(expected_path);
   EXPECT_EQ(r.out, expected)
       << write::unifiedDiff(expected, r.out, "expected.txt", "actual")
-      << "\nUpdate with: ACCGEN_UPDATE_EXPECTED=1 "
+      << "\nUpdate with: ACCGEN_UPDATE_GOLDEN=1 "
          "build-upgrade/bin/accgen_tests --gtest_filter='SchemaDiffFixtures*'";
   EXPECT_EQ(std::to_string(r.code) + "\n", slurp(code_path));
 }

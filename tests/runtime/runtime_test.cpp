@@ -35,6 +35,17 @@ TEST(Registration, TheLibraryClaimsTheDeviceTypeWhenItLoads) {
   EXPECT_EQ(c10::Device("rtest:1"), kDevice1);
 }
 
+TEST(Config, TheTorchVersionTestFollowsTorchsOwnMacros) {
+  static_assert(
+      ACCGEN_TORCH_AT_LEAST(TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR));
+  static_assert(ACCGEN_TORCH_AT_LEAST(2, 0));
+  static_assert(!ACCGEN_TORCH_AT_LEAST(TORCH_VERSION_MAJOR + 1, 0));
+  static_assert(
+      !ACCGEN_TORCH_AT_LEAST(TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR + 1));
+  EXPECT_STREQ(kDeviceName, "rtest");
+  EXPECT_EQ(kDefaultDeviceCount, 2);
+}
+
 TEST(Devices, CountGuardAndErrors) {
   EXPECT_EQ(deviceCount(), 2);
   {
@@ -72,10 +83,9 @@ TEST(Operators, EmulatedAndFallbackMatchTheCpu) {
   at::Tensor out = at::empty({5, 7}, at::TensorOptions().device(kDevice0));
   at::mul_out(out, da, db);
   EXPECT_TRUE(at::allclose(out.cpu(), a * b));
-  EXPECT_EQ(at::ones({3}, at::TensorOptions().device(kDevice1))
-                .sum()
-                .item<float>(),
-            3.0f);
+  EXPECT_EQ(
+      at::ones({3}, at::TensorOptions().device(kDevice1)).sum().item<float>(),
+      3.0f);
 }
 
 TEST(Generators, SeededDeviceRandomnessRepeats) {
@@ -134,11 +144,9 @@ TEST(Allocator, FreedMemoryIsCachedAndReleasedByEmptyCache) {
       static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
   EXPECT_GE(stats.reserved_bytes[aggregate].current, 4 << 20);
   getDeviceAllocator()->emptyCache();
-  EXPECT_EQ(getDeviceAllocator()
-                ->getDeviceStats(1)
-                .reserved_bytes[aggregate]
-                .current,
-            0);
+  EXPECT_EQ(
+      getDeviceAllocator()->getDeviceStats(1).reserved_bytes[aggregate].current,
+      0);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include <accgen_config.h>
+#include <torch/version.h>
 
 #if !defined(ACCGEN_DEVICE_NAME) || !defined(ACCGEN_PACKAGE_NAME) ||   \
     !defined(ACCGEN_ENV_PREFIX) || !defined(ACCGEN_DEVICE_COUNT) ||    \
@@ -17,6 +18,15 @@
     !defined(ACCGEN_AUTOCAST)
 #error "accgen_config.h must define every ACCGEN_* setting; regenerate it"
 #endif
+
+/// Whether the torch the runtime is compiled against is release major.minor
+/// or newer. Note [Torch versions]: a difference between torch releases is
+/// handled in one place, as `#if ACCGEN_TORCH_AT_LEAST(2, 14)`, with a
+/// comment naming the torch change it follows and a test showing the older
+/// branch is still needed while accgen supports that release.
+#define ACCGEN_TORCH_AT_LEAST(major, minor) \
+  (TORCH_VERSION_MAJOR > (major) ||         \
+   (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
 namespace accgen::runtime {
 

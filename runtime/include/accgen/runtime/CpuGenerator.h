@@ -4,9 +4,9 @@
 // Note [Device generators on CPU kernels]
 // CPU kernels accept CPU generators only. While such a kernel runs for
 // the device, a CpuGeneratorScope gives it a CPU generator holding the state of
-// the the device generator it stands for (the one passed, or the device's default
-// generator when none was), holding that generator's lock, and writes the
-// advanced state back when the scope ends. Seeding through torch.<device>
+// the the device generator it stands for (the one passed, or the device's
+// default generator when none was), holding that generator's lock, and writes
+// the advanced state back when the scope ends. Seeding through torch.<device>
 // therefore behaves as on any device, independently of the CPU generator.
 #pragma once
 

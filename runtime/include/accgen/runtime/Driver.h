@@ -26,11 +26,11 @@ const char* shortSourcePath(const char* file);
 
 /// Evaluates a driver call; on failure throws a c10 exception that names the
 /// call, the file and line, and accGetErrorString() of the result.
-#define ACCGEN_CHECK(expr)                                               \
-  do {                                                                  \
-    const ::accError_t driver_error_ = (expr);                          \
-    if (C10_UNLIKELY(driver_error_ != ::accSuccess)) {                  \
-      ::accgen::runtime::detail::throwDriverError(driver_error_, #expr, __FILE__, \
-                                        __LINE__, __func__);            \
-    }                                                                   \
+#define ACCGEN_CHECK(expr)                                     \
+  do {                                                         \
+    const ::accError_t driver_error_ = (expr);                 \
+    if (C10_UNLIKELY(driver_error_ != ::accSuccess)) {         \
+      ::accgen::runtime::detail::throwDriverError(             \
+          driver_error_, #expr, __FILE__, __LINE__, __func__); \
+    }                                                          \
   } while (0)

@@ -67,8 +67,9 @@ torch::CppFunction viaOut(const char* out_op,
 
 /// viaOut with a typed shape function: viaOut("add.out", TORCH_FN(fn)).
 template <class FuncPtr>
-  requires c10::is_compile_time_function_pointer<FuncPtr>::value
-torch::CppFunction viaOut(const char* out_op, FuncPtr shape) {
+requires c10::is_compile_time_function_pointer<FuncPtr>::value
+    torch::CppFunction
+    viaOut(const char* out_op, FuncPtr shape) {
   return viaOut(out_op, c10::KernelFunction::makeFromUnboxedFunction(shape));
 }
 

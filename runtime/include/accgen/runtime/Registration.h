@@ -50,19 +50,21 @@ class LibraryInit final {
 }  // namespace detail
 }  // namespace accgen::runtime
 
-#define ACCGEN_LIBRARY_INIT_(kind, ns, key, m, uid)                           \
-  static void C10_CONCATENATE(accgen_library_init_##ns##_, uid)(              \
-      torch::Library&);                                                       \
-  static const ::accgen::runtime::detail::LibraryInit C10_CONCATENATE(        \
-      accgen_library_static_init_##ns##_, uid)(                               \
-      torch::Library::kind, &C10_CONCATENATE(accgen_library_init_##ns##_, uid), \
-      C10_STRINGIZE(ns), key, __FILE__, __LINE__);                            \
+#define ACCGEN_LIBRARY_INIT_(kind, ns, key, m, uid)                          \
+  static void C10_CONCATENATE(accgen_library_init_##ns##_,                   \
+                              uid)(torch::Library&);                         \
+  static const ::accgen::runtime::detail::LibraryInit C10_CONCATENATE(       \
+      accgen_library_static_init_##ns##_, uid)(                              \
+      torch::Library::kind,                                                  \
+      &C10_CONCATENATE(accgen_library_init_##ns##_, uid), C10_STRINGIZE(ns), \
+      key, __FILE__, __LINE__);                                              \
   void C10_CONCATENATE(accgen_library_init_##ns##_, uid)(torch::Library & m)
 
 /// TORCH_LIBRARY_IMPL(ns, k, m), registered only while the backend owns the
 /// device type (Note [One PrivateUse1 backend per process]).
-#define ACCGEN_LIBRARY_IMPL(ns, k, m) \
-  ACCGEN_LIBRARY_INIT_(IMPL, ns, std::make_optional(c10::DispatchKey::k), m, C10_UID)
+#define ACCGEN_LIBRARY_IMPL(ns, k, m)                                        \
+  ACCGEN_LIBRARY_INIT_(IMPL, ns, std::make_optional(c10::DispatchKey::k), m, \
+                       C10_UID)
 
 /// TORCH_LIBRARY(ns, m) under the same condition.
 #define ACCGEN_LIBRARY(ns, m) \

@@ -59,9 +59,7 @@ class StubBuffers {
   c10::DeviceIndex device() const {
     return device_ < 0 ? currentDevice() : device_;
   }
-  c10::ArrayRef<const void*> buffers() const {
-    return buffers_;
-  }
+  c10::ArrayRef<const void*> buffers() const { return buffers_; }
 
  private:
   // Note [Emulated stub entries do not cast]
@@ -80,9 +78,10 @@ class StubBuffers {
       const at::ScalarType dtype = iter.dtype(i);
       const bool bool_result = i < iter.noutputs() && dtype == at::kBool;
       TORCH_CHECK(dtype == *common || bool_result || iter.is_cpu_scalar(i),
-                  "the emulated ", kDeviceName, " stub loop computes in ", *common,
-                  " but an operand is ", dtype, "; cast the operands to ",
-                  *common, " first, or register the operator with kind "
+                  "the emulated ", kDeviceName, " stub loop computes in ",
+                  *common, " but an operand is ", dtype,
+                  "; cast the operands to ", *common,
+                  " first, or register the operator with kind "
                   "emulate, whose CPU kernel casts");
     }
   }
@@ -130,18 +129,20 @@ class IntoOutput final : public Kernel {
     Kernel::set_output_raw_strided(index, sizes, strides, options);
   }
 
-  const at::Tensor& maybe_get_output(int64_t) override {
-    return out_;
-  }
+  const at::Tensor& maybe_get_output(int64_t) override { return out_; }
 
  private:
   // An out= tensor keeps its strides unless it has to be resized.
   void prepare(at::IntArrayRef sizes, at::IntArrayRef strides,
                const at::TensorOptions& options) {
-    TORCH_CHECK(options.dtype() == out_.dtype(), "expected an out tensor of "
-                "dtype ", options.dtype(), ", got ", out_.dtype());
-    TORCH_CHECK(options.device() == out_.device(), "expected an out tensor "
-                "on ", options.device(), ", got one on ", out_.device());
+    TORCH_CHECK(options.dtype() == out_.dtype(),
+                "expected an out tensor of "
+                "dtype ",
+                options.dtype(), ", got ", out_.dtype());
+    TORCH_CHECK(options.device() == out_.device(),
+                "expected an out tensor "
+                "on ",
+                options.device(), ", got one on ", out_.device());
     if (at::native::resize_output(out_, sizes) && !strides.empty()) {
       out_.as_strided_(sizes, strides);
     }
