@@ -45,5 +45,5 @@ mapfile -t units < <(python3 -c '
 import json, sys
 print("\n".join(e["file"] for e in json.load(open(sys.argv[1]))))' "$work/compile_commands.json")
 echo "== clang-tidy: ${#units[@]} units of runtime/"
-clang-tidy -p "$work" --quiet "${units[@]}"
+clang-tidy -p "$work" --quiet --config-file=runtime/.clang-tidy "${units[@]}"
 echo "lint: runtime clean"

@@ -19,6 +19,9 @@ echo "== build (preset default)"
 cmake --preset default >/dev/null
 cmake --build --preset default -j2
 
+echo "== lint runtime/ (clang-tidy, runtime/.clang-tidy)"
+bash scripts/lint_runtime.sh build
+
 echo "== gtest suites"
 ctest --preset default -j2
 

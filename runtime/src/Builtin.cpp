@@ -372,8 +372,10 @@ at::Scalar wrapper__local_scalar_dense(const at::Tensor& self) {
   return at::_local_scalar_dense(host);
 }
 
+// The dispatcher's signature takes the offset by value.
 at::Tensor& wrapper_set__source_Storage_storage_offset(
-    at::Tensor& self, at::Storage source, c10::SymInt storage_offset,
+    at::Tensor& self, at::Storage source,
+    c10::SymInt storage_offset,  // NOLINT(performance-unnecessary-value-param)
     c10::SymIntArrayRef size, c10::SymIntArrayRef stride) {
   return setStorage(self, std::move(source), storage_offset.expect_int(),
                     C10_AS_INTARRAYREF_SLOW(size),

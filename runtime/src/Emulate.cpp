@@ -134,7 +134,8 @@ void copyAsync(void* device_data, at::Tensor host, std::size_t nbytes) {
   const void* buffers[] = {device_data};
   ACCGEN_CHECK(accLaunchKernel(currentNativeStream(), &runHostToDevice,
                                copy.get(), buffers, 1));
-  copy.release();
+  // The launched kernel owns the copy now and deletes it when it ran.
+  (void)copy.release();
 }
 
 // The device tensors of one call and their host aliases. Device tensors
@@ -553,7 +554,7 @@ c10::DeviceIndex callDevice(const Plan& plan, const torch::jit::Stack& stack) {
         break;
       case ArgKind::kOptionalTensorList:
         if (!value.isNone()) {
-          for (const std::optional<at::Tensor>& t :
+          for (const std::optional<at::Tensor> t :
                value.toOptionalTensorList()) {
             if (t.has_value() && isDeviceTensor(*t)) {
               return t->device().index();
