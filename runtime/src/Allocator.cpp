@@ -106,6 +106,19 @@ void updateStat(StatArray& stat, std::size_t block_size, std::size_t amount,
   }
 }
 
+// Calls `fn` on every Stat of every StatArray of `stats`.
+template <class Fn>
+void forEachStat(DeviceStats& stats, Fn fn) {
+  for (StatArray* array :
+       {&stats.allocation, &stats.segment, &stats.active, &stats.inactive_split,
+        &stats.allocated_bytes, &stats.reserved_bytes, &stats.active_bytes,
+        &stats.inactive_split_bytes, &stats.requested_bytes}) {
+    for (Stat& stat : *array) {
+      fn(stat);
+    }
+  }
+}
+
 void deleteBlock(void* ptr);
 
 class CachingAllocator final : public c10::DeviceAllocator {
@@ -177,15 +190,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
     checkDeviceIndex(device);
     const std::lock_guard<std::mutex> lock(mutex_);
     DeviceStats& stats = state(device).stats;
-    for (StatArray* array :
-         {&stats.allocation, &stats.segment, &stats.active,
-          &stats.inactive_split, &stats.allocated_bytes, &stats.reserved_bytes,
-          &stats.active_bytes, &stats.inactive_split_bytes,
-          &stats.requested_bytes}) {
-      for (Stat& stat : *array) {
-        stat.reset_accumulated();
-      }
-    }
+    forEachStat(stats, [](Stat& stat) { stat.reset_accumulated(); });
     stats.num_alloc_retries = 0;
     stats.num_ooms = 0;
     stats.num_device_alloc = 0;
@@ -195,16 +200,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
   void resetPeakStats(c10::DeviceIndex device) override {
     checkDeviceIndex(device);
     const std::lock_guard<std::mutex> lock(mutex_);
-    DeviceStats& stats = state(device).stats;
-    for (StatArray* array :
-         {&stats.allocation, &stats.segment, &stats.active,
-          &stats.inactive_split, &stats.allocated_bytes, &stats.reserved_bytes,
-          &stats.active_bytes, &stats.inactive_split_bytes,
-          &stats.requested_bytes}) {
-      for (Stat& stat : *array) {
-        stat.reset_peak();
-      }
-    }
+    forEachStat(state(device).stats, [](Stat& stat) { stat.reset_peak(); });
   }
 
   std::pair<std::size_t, std::size_t> getMemoryInfo(
