@@ -113,8 +113,9 @@ int runInit(const InitOptions& options, std::ostream& out, std::ostream& err) {
     fs::rename(staging, dir);
     out << "created backend '" << options.name << "' in " << dir.string()
         << ": " << report.written.size() << " generated files, "
-        << report.created_user.size() << " files of yours (kernels/, "
-        << "tuning.cpp)\n"
+        << report.created_user.size()
+        << (report.created_user.size() == 1 ? " file" : " files")
+        << " of yours (kernels/, tuning.cpp)\n"
         // CMake finds accgen's package from the bin/ of this accgen on PATH.
         << "next: pip install --no-build-isolation " << dir.string() << "\n";
   } catch (...) {
