@@ -235,14 +235,17 @@ Journal loadJournal(const fs::path& out) {
   // had been touched yet.
   auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return journal;
-  for (const auto& [path, list] :
-       j.value("files", nlohmann::json::object()).items()) {
+  const nlohmann::json files = j.value("files", nlohmann::json::object());
+  const nlohmann::json created = j.value("created", nlohmann::json::array());
+  if (!files.is_object() || !created.is_array()) return journal;
+  for (const auto& [path, list] : files.items()) {
+    if (!list.is_array()) continue;
     if (!isTreePath(path)) outsideEntry(file, path);
     for (const auto& h : list) {
       if (h.is_string()) journal.hashes[path].insert(h.get<std::string>());
     }
   }
-  for (const auto& path : j.value("created", nlohmann::json::array())) {
+  for (const auto& path : created) {
     if (!path.is_string()) continue;
     if (!isTreePath(path.get<std::string>())) {
       outsideEntry(file, path.get<std::string>());
