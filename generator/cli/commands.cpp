@@ -11,6 +11,7 @@
 #include "generator/cli/inspect.h"
 #include "generator/cli/pipeline.h"
 #include "generator/support/diagnostics.h"
+#include "generator/upgrade/lock.h"
 #include "generator/upgrade/schema_diff.h"
 #include "generator/upgrade/user_kernels.h"
 
@@ -21,6 +22,14 @@ int runValidate(const std::string& specs, const std::string& out,
                 const std::string& schemas_file) {
   SchemaSource schemas = loadSchemas(schemas_file);
   model::Backend backend = loadBackend(specs, schemas, std::cerr);
+  // What `generate` would refuse, validate reports: a lock it cannot read
+  // (exit 3) or locked schemas that changed (exit 5).
+  const upgrade::LockPlan lock =
+      upgrade::planLock(backend, schemas.torch_version, /*update_lock=*/false);
+  if (lock.action == upgrade::LockPlan::Action::kRefuse) {
+    std::cerr << lock.report;
+    return static_cast<int>(lock.exitCode());
+  }
   // User kernels that no longer match their operator fail validation.
   auto kernels = upgrade::checkUserKernels(backend, out, Severity::kError);
   printDiagnostics(kernels, std::cerr);

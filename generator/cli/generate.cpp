@@ -20,8 +20,10 @@
 
 #include "generator/render/renderer.h"
 #include "generator/support/diagnostics.h"
+#include "generator/support/io.h"
 #include "generator/upgrade/lock.h"
 #include "generator/upgrade/user_kernels.h"
+#include "generator/write/writer.h"
 
 namespace accgen::cli {
 namespace {
@@ -152,12 +154,21 @@ std::string inputsAfterWriting(const GenerateOptions& o,
       r.lock.action == upgrade::LockPlan::Action::kUpdate) {
     pending.specs[fs::path(r.lock.path).filename().string()] = r.lock.text;
   }
+  // After a killed run (Note [Interrupted runs] in writer.cpp) a starter it
+  // left half-written is made again, and fingerprinted as made.
+  const bool interrupted =
+      fs::exists(fs::path(o.out) / write::kJournalName);
   for (const auto& f : r.files) {
     const fs::path path(f.path);
-    if (f.user_owned && path.parent_path() == "kernels" &&
-        !fs::exists(fs::path(o.out) / path)) {
-      pending.kernels[path.filename().string()] = f.content;
+    if (!f.user_owned || path.parent_path() != "kernels") continue;
+    const fs::path on_disk_path = fs::path(o.out) / path;
+    bool pending_file = !fs::exists(on_disk_path);
+    if (!pending_file && interrupted) {
+      auto on_disk = readFile(on_disk_path.string());
+      pending_file = on_disk && *on_disk != f.content &&
+                     f.content.starts_with(*on_disk);
     }
+    if (pending_file) pending.kernels[path.filename().string()] = f.content;
   }
   if (pending.empty()) return inputs;
   return inputFingerprint(o.specs, o.out, where.fingerprint_file,

@@ -1,5 +1,6 @@
 // accgen's entry point: parses the command line and maps outcomes to the
 // documented exit codes (docs/cli.md).
+#include <filesystem>
 #include <iostream>
 
 #if defined(__GLIBC__)
@@ -25,6 +26,11 @@ int main(int argc, char** argv) {
   } catch (const accgen::AccgenError& e) {
     std::cerr << e.what() << "\n";
     return static_cast<int>(e.code());
+  } catch (const std::filesystem::filesystem_error& e) {
+    // The system refused an operation on a path accgen did not check
+    // beforehand: not a bug in accgen (exit 6).
+    std::cerr << "accgen: error: " << e.what() << "\n";
+    return static_cast<int>(accgen::ExitCode::kFileSystem);
   } catch (const std::exception& e) {
     std::cerr << "accgen: internal error: " << e.what() << "\n";
     return static_cast<int>(accgen::ExitCode::kInternal);

@@ -1,6 +1,8 @@
 // The shared pipeline of the commands.
 #include "generator/cli/pipeline.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -113,7 +115,11 @@ std::vector<write::RenderedFile> renderBackend(const model::Backend& backend,
     for (const auto& file : files) {
       if (file.user_owned) user_paths.push_back(file.path);
     }
-    existing_user = existingFiles(out_dir, user_paths);
+    // After a killed run every starter is rendered: one it left cut short
+    // is made again (Note [Interrupted runs] in generator/write/writer.cpp).
+    if (::access((out_dir + "/" + write::kJournalName).c_str(), F_OK) != 0) {
+      existing_user = existingFiles(out_dir, user_paths);
+    }
   }
 
   auto renderEvery = [&](std::size_t first, std::size_t step) {

@@ -178,11 +178,16 @@ class Parser {
       type.is_list = true;
       type.elem_optional = question;
       if (std::isdigit(static_cast<unsigned char>(peek()))) {
+        // Bounded: a long run of digits overflowed `int`.
+        constexpr int kMaxListSize = 1 << 20;
+        const std::size_t digits_start = pos_;
         int n = 0;
         while (std::isdigit(static_cast<unsigned char>(peek()))) {
+          if (n > kMaxListSize) failAt(digits_start, "list size is too large");
           n = n * 10 + (s_[pos_] - '0');
           ++pos_;
         }
+        if (n > kMaxListSize) failAt(digits_start, "list size is too large");
         type.list_size = n;
       }
       expect(']', "']' to close the list type");

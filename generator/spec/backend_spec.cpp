@@ -1,7 +1,6 @@
 // backend.yaml: the device name, package and namespace, emulated device
 // count and memory, fallback policy and feature switches.
 #include <limits>
-#include <regex>
 
 #include "generator/spec/names.h"
 #include "generator/spec/spec.h"
@@ -84,12 +83,19 @@ void readMemory(YamlReader& r, const YamlField& f, BackendSpec& spec) {
         "a size is a positive byte count or a number with KiB, MiB, GiB or "
         "TiB: 4GiB"};
     // "4GB" and "4G" are the usual slips: sizes here are binary.
-    static const std::regex kDecimalSuffix("([0-9]+) ?([KMGT])B?");
-    std::smatch m;
-    if (std::regex_match(text, m, kDecimalSuffix)) {
-      notes.push_back("did you mean '" + m[1].str() + m[2].str() + "iB'?");
+    // Matched by hand: std::regex recurses once a character.
+    const std::size_t digits = text.find_first_not_of("0123456789");
+    if (digits != 0 && digits != std::string::npos) {
+      std::string_view suffix = std::string_view(text).substr(digits);
+      if (suffix.starts_with(' ')) suffix.remove_prefix(1);
+      if ((suffix.size() == 1 || (suffix.size() == 2 && suffix[1] == 'B')) &&
+          std::string_view("KMGT").find(suffix[0]) != std::string_view::npos) {
+        notes.push_back("did you mean '" + text.substr(0, digits) + suffix[0] +
+                        "iB'?");
+      }
     }
-    r.error(at, "invalid memory size '" + text + "'", std::move(notes));
+    r.error(at, "invalid memory size '" + shortenedValue(text) + "'",
+            std::move(notes));
     return;
   }
   spec.memory_bytes = *bytes;

@@ -1,13 +1,10 @@
 // Loading a spec directory: reads the three files, parses each one even when
 // another failed (so one run reports every error), and names files the way
 // the user named the directory.
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "generator/spec/spec.h"
+#include "generator/support/io.h"
 
 namespace accgen::spec {
 namespace {
@@ -18,26 +15,18 @@ std::string joinPath(const std::string& dir, std::string_view file) {
   return dir + "/" + std::string(file);
 }
 
-// The file's text, nullopt when it does not exist; other read failures are
-// reported.
-std::optional<std::string> readFile(const std::string& path, bool* exists,
+// The file's text, nullopt when it does not exist or cannot be read; a file
+// that exists but cannot be read (a directory, a FIFO, a device, a link
+// loop, an unreadable or oversized file) is reported, never taken as empty.
+std::optional<std::string> readSpecFile(const std::string& path, bool* exists,
                                     DiagnosticEngine& diags) {
-  std::error_code ec;
-  *exists = std::filesystem::exists(path, ec);
-  if (!*exists) return std::nullopt;
-  if (std::filesystem::is_directory(path, ec)) {
-    diags.error(SourceLoc{path, 0, 0}, "expected a file, found a directory");
-    return std::nullopt;
+  InputFile file = readInputFile(path);
+  *exists = file.status != InputFile::Status::kMissing;
+  if (file.status == InputFile::Status::kError) {
+    diags.error(SourceLoc{path, 0, 0}, file.error);
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    diags.error(SourceLoc{path, 0, 0},
-                std::string("cannot read file: ") + std::strerror(errno));
-    return std::nullopt;
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  if (file.status != InputFile::Status::kRead) return std::nullopt;
+  return std::move(file.text);
 }
 
 }  // namespace
@@ -61,7 +50,7 @@ std::optional<Specs> loadSpecs(const std::string& dir,
   auto required = [&](std::string_view file) -> std::optional<std::string> {
     std::string path = joinPath(dir, file);
     bool exists = false;
-    auto text = readFile(path, &exists, diags);
+    auto text = readSpecFile(path, &exists, diags);
     if (!exists) {
       diags.error(SourceLoc{path, 0, 0}, "missing spec file",
                   {"a spec directory holds backend.yaml, operators.yaml and "
@@ -80,7 +69,7 @@ std::optional<Specs> loadSpecs(const std::string& dir,
   }
   std::string autocast_path = joinPath(dir, "autocast.yaml");
   bool autocast_exists = false;
-  if (auto text = readFile(autocast_path, &autocast_exists, diags)) {
+  if (auto text = readSpecFile(autocast_path, &autocast_exists, diags)) {
     autocast = parseAutocastSpec(*text, autocast_path, diags);
   }
 

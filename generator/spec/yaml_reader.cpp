@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <charconv>
-#include <regex>
+#include <sstream>
+
+#include <yaml-cpp/eventhandler.h>
 
 namespace accgen::spec {
 namespace {
@@ -13,15 +15,57 @@ namespace {
 // yaml-cpp's YAML 1.1 extras (yes/no/on/off are strings here).
 enum class PlainType { kString, kBool, kInt, kFloat };
 
+// Hand-written rather than std::regex: libstdc++'s regex matcher recurses
+// once a character, and a plain scalar of some 26,000 digits overflowed the
+// stack.
+bool isDigits(std::string_view s, bool (*digit)(char)) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), digit);
+}
+
+bool isDecimal(char c) { return c >= '0' && c <= '9'; }
+bool isOctal(char c) { return c >= '0' && c <= '7'; }
+bool isHex(char c) {
+  return isDecimal(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+std::string_view withoutSign(std::string_view s) {
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
+  return s;
+}
+
+bool isInt(std::string_view s) {
+  if (s.starts_with("0o")) return isDigits(s.substr(2), isOctal);
+  if (s.starts_with("0x")) return isDigits(s.substr(2), isHex);
+  return isDigits(withoutSign(s), isDecimal);
+}
+
+// [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?, .inf and .nan.
+bool isFloat(std::string_view s) {
+  if (s == ".nan" || s == ".NaN" || s == ".NAN") return true;
+  s = withoutSign(s);
+  if (s == ".inf" || s == ".Inf" || s == ".INF") return true;
+  std::string_view mantissa = s.substr(0, s.find_first_of("eE"));
+  if (mantissa.size() < s.size()) {
+    if (!isDigits(withoutSign(s.substr(mantissa.size() + 1)), isDecimal)) {
+      return false;
+    }
+  }
+  const std::size_t dot = mantissa.find('.');
+  if (dot == std::string_view::npos) return isDigits(mantissa, isDecimal);
+  std::string_view whole = mantissa.substr(0, dot);
+  std::string_view fraction = mantissa.substr(dot + 1);
+  if (whole.empty()) return isDigits(fraction, isDecimal);
+  return isDigits(whole, isDecimal) &&
+         (fraction.empty() || isDigits(fraction, isDecimal));
+}
+
 PlainType classifyPlain(const std::string& s) {
-  static const std::regex kBool("true|True|TRUE|false|False|FALSE");
-  static const std::regex kInt("[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+");
-  static const std::regex kFloat(
-      "[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?|"
-      "[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)");
-  if (std::regex_match(s, kBool)) return PlainType::kBool;
-  if (std::regex_match(s, kInt)) return PlainType::kInt;
-  if (std::regex_match(s, kFloat)) return PlainType::kFloat;
+  if (s == "true" || s == "True" || s == "TRUE" || s == "false" ||
+      s == "False" || s == "FALSE") {
+    return PlainType::kBool;
+  }
+  if (isInt(s)) return PlainType::kInt;
+  if (isFloat(s)) return PlainType::kFloat;
   return PlainType::kString;
 }
 
@@ -29,11 +73,81 @@ bool isPlain(const YAML::Node& node) {
   return node.Tag() == "?";
 }
 
-std::string shortened(const std::string& s) {
-  constexpr std::size_t kMax = 40;
-  if (s.size() <= kMax) return s;
-  return s.substr(0, kMax) + "...";
+// Note [Reading one document]
+// yaml-cpp 0.7's LoadAll loops for ever, allocating as it goes, on a
+// document whose first token its parser cannot consume, such as a ',' that
+// starts a file (`,type:` for `dtype:`; upstream issue #1040): every pass
+// yields one more empty document at the same place. YAML::Load parses the
+// first document only and always ends. The rest of the stream is looked at
+// only when the first document is empty or a line starts with a document
+// marker ('---', '...'), through a Parser whose documents must each move on
+// from where the last one started.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::optional<YAML::Mark> start;  ///< where the document's first token is
+  std::optional<YAML::Mark> node;   ///< where its root node is
+
+  void OnDocumentStart(const YAML::Mark& mark) override { start = mark; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { see(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { see(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    see(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&,
+                       YAML::anchor_t, YAML::EmitterStyle::value) override {
+    see(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    see(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void see(const YAML::Mark& mark) {
+    if (!node) node = mark;
+  }
+};
+
+bool mayHoldMoreDocuments(std::string_view text) {
+  for (std::string_view marker : {"---", "..."}) {
+    if (text.starts_with(marker)) return true;
+    if (text.find("\n" + std::string(marker)) != std::string_view::npos) {
+      return true;
+    }
+  }
+  return false;
 }
+
+/// The outcome of checking the stream past its first document.
+struct StreamCheck {
+  int documents = 0;
+  std::optional<YAML::Mark> second;  ///< the second document's root node
+  std::optional<YAML::Mark> stuck;   ///< a token the parser cannot consume
+};
+
+StreamCheck checkStream(const std::string& text) {
+  StreamCheck check;
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  std::optional<int> last_start;
+  for (;;) {
+    DocumentStarts doc;
+    if (!parser.HandleNextDocument(doc)) break;
+    const int start = doc.start ? doc.start->pos : -1;
+    if (last_start && start <= *last_start) {
+      check.stuck = doc.start;
+      break;
+    }
+    last_start = start;
+    if (++check.documents == 2) check.second = doc.node ? doc.node : doc.start;
+  }
+  return check;
+}
+
 
 }  // namespace
 
@@ -48,13 +162,33 @@ YamlReader::YamlReader(std::string path, std::string_view text,
                        DiagnosticEngine& diags)
     : path_(std::move(path)), text_(text), diags_(diags) {
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(text_);
-    if (docs.size() > 1) {
-      error(loc(docs[1]),
-            "expected one YAML document, found " + std::to_string(docs.size()));
-      return;
+    // Note [Reading one document].
+    root_ = YAML::Load(text_);
+    if (root_.IsNull() || mayHoldMoreDocuments(text_)) {
+      const StreamCheck check = checkStream(text_);
+      if (check.stuck) {
+        const YAML::Mark& m = *check.stuck;
+        const char c = m.pos >= 0 && static_cast<std::size_t>(m.pos) <
+                                         text_.size()
+                           ? text_[static_cast<std::size_t>(m.pos)]
+                           : ' ';
+        root_ = YAML::Node();
+        error(SourceLoc{path_, m.line + 1, m.column + 1},
+              std::string("invalid YAML: unexpected '") + c + "'",
+              {"a plain value cannot start with ',', '[', ']', '{' or '}'; "
+               "quote it"});
+        return;
+      }
+      if (check.documents > 1) {
+        root_ = YAML::Node();
+        const YAML::Mark m = check.second.value_or(YAML::Mark());
+        error(m.line < 0 ? SourceLoc{path_, 0, 0}
+                         : SourceLoc{path_, m.line + 1, m.column + 1},
+              "expected one YAML document, found " +
+                  std::to_string(check.documents));
+        return;
+      }
     }
-    if (!docs.empty()) root_ = docs.front();
     ok_ = true;
   } catch (const YAML::ParserException& e) {
     SourceLoc where{path_, e.mark.line + 1, e.mark.column + 1};
@@ -175,16 +309,16 @@ std::string YamlReader::describe(const YAML::Node& node) {
   if (isPlain(node)) {
     switch (classifyPlain(s)) {
       case PlainType::kBool:
-        return "a boolean (" + s + ")";
+        return "a boolean (" + shortenedValue(s) + ")";
       case PlainType::kInt:
-        return "an integer (" + s + ")";
+        return "an integer (" + shortenedValue(s) + ")";
       case PlainType::kFloat:
-        return "a number (" + s + ")";
+        return "a number (" + shortenedValue(s) + ")";
       case PlainType::kString:
         break;
     }
   }
-  return "a string ('" + shortened(s) + "')";
+  return "a string ('" + shortenedValue(s) + "')";
 }
 
 std::optional<YamlMap> YamlReader::readMap(
@@ -200,7 +334,10 @@ std::optional<YamlMap> YamlReader::readMap(
   }
   std::vector<YamlField> fields;
   for (auto it = node.begin(); it != node.end(); ++it) {
-    const YAML::Node& key = it->first;
+    // Copies: `it->first` lives in a proxy that dies with the statement
+    // (a reference to it was a stack-use-after-scope).
+    const YAML::Node key = it->first;
+    const YAML::Node value = it->second;
     if (!key.IsScalar()) {
       error(loc(key),
             "expected a key name in " + std::string(context) + ", got " +
@@ -226,7 +363,7 @@ std::optional<YamlMap> YamlReader::readMap(
              "allowed keys: " + joinNames(allowed)});
       continue;
     }
-    fields.push_back(YamlField{name, key, it->second});
+    fields.push_back(YamlField{name, key, value});
   }
   return YamlMap(std::move(fields));
 }
@@ -286,7 +423,7 @@ std::optional<std::int64_t> YamlReader::readInt(const YAML::Node& value,
       return result;
     }
     error(where,
-          "integer " + s + " for " + std::string(what) + " is out of range");
+          "integer " + shortenedValue(s) + " for " + std::string(what) + " is out of range");
     return std::nullopt;
   }
   error(where, "expected an integer for " + std::string(what) + ", got " +
@@ -304,6 +441,12 @@ std::optional<bool> YamlReader::fieldBool(const YamlField& f) {
 
 std::optional<std::int64_t> YamlReader::fieldInt(const YamlField& f) {
   return readInt(f.value, "'" + f.key + "'", valueLoc(f.key_node, f.value));
+}
+
+std::string shortenedValue(const std::string& s) {
+  constexpr std::size_t kMax = 40;
+  if (s.size() <= kMax) return s;
+  return s.substr(0, kMax) + "...";
 }
 
 std::string joinNames(const std::vector<std::string>& names) {

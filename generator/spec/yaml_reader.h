@@ -123,6 +123,10 @@ class YamlReader {
   std::optional<std::string> unclosedFlowNote(std::size_t pos) const;
 };
 
+/// A value as quoted in a message: its first 40 characters and "..." when
+/// longer, so that a 40 KB value makes a one-line error.
+std::string shortenedValue(const std::string& s);
+
 /// "a, b and c"-free list for notes: "a, b, c".
 std::string joinNames(const std::vector<std::string>& names);
 

@@ -22,6 +22,8 @@ enum class ExitCode : int {
   kInvalidInput = 3,      ///< invalid spec or schema input
   kRefusedOverwrite = 4,  ///< a generated file was edited by hand
   kSchemaDrift = 5,       ///< locked operator schemas changed
+  kFileSystem = 6,        ///< the system refused a write (permissions, space,
+                          ///< a path too long)
   kInternal = 70,         ///< a bug in accgen
 };
 

@@ -5,7 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -15,10 +18,12 @@ namespace accgen {
 std::optional<std::string> readFile(const std::string& path) {
   // One open, one fstat and reads straight into the result: accgen reads
   // thousands of files a run (templates, user kernels, the tree on disk).
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then
+  // refuses everything but regular files.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return std::nullopt;
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     return std::nullopt;
   }
@@ -40,6 +45,90 @@ std::optional<std::string> readFile(const std::string& path) {
   ::close(fd);
   text.resize(size);
   return text;
+}
+
+namespace {
+
+const char* fileKind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+}  // namespace
+
+InputFile readInputFile(const std::string& path, std::size_t max_bytes) {
+  InputFile result;
+  auto fail = [&](std::string why) {
+    result.status = InputFile::Status::kError;
+    result.error = std::move(why);
+    return result;
+  };
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ENOENT) {
+      // A dangling symbolic link is missing too, but say where it points.
+      struct stat link {};
+      if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+        return fail("a symbolic link to a file that does not exist");
+      }
+      return result;
+    }
+    return fail(std::string("cannot read file: ") + std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return fail(std::string("expected a file, found ") + fileKind(st.st_mode));
+  }
+  if (static_cast<std::size_t>(st.st_size) > max_bytes) {
+    return fail("file too large: " + std::to_string(st.st_size) +
+                " bytes (at most " + std::to_string(max_bytes) + ")");
+  }
+  // The file may have been swapped since stat: open without blocking and
+  // check again what was opened.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    return fail(std::string("cannot read file: ") + std::strerror(errno));
+  }
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fail(std::string("expected a file, found ") + fileKind(st.st_mode));
+  }
+  std::string text(std::min<std::size_t>(
+                       static_cast<std::size_t>(st.st_size), max_bytes) +
+                       1,
+                   '\0');
+  std::size_t size = 0;
+  for (;;) {
+    if (size == text.size()) {
+      if (size > max_bytes) {
+        ::close(fd);
+        return fail("file too large: more than " + std::to_string(max_bytes) +
+                    " bytes");
+      }
+      text.resize(std::min(text.size() * 2 + 4096, max_bytes + 1));
+    }
+    const ssize_t n = ::read(fd, text.data() + size, text.size() - size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return fail(std::string("cannot read file: ") + std::strerror(err));
+    }
+    if (n == 0) break;
+    size += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  if (size > max_bytes) {
+    return fail("file too large: more than " + std::to_string(max_bytes) +
+                " bytes");
+  }
+  text.resize(size);
+  result.status = InputFile::Status::kRead;
+  result.text = std::move(text);
+  return result;
 }
 
 std::set<std::string> existingFiles(const std::string& dir,

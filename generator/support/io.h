@@ -10,8 +10,30 @@
 
 namespace accgen {
 
-/// The bytes of `path`, or nullopt when it cannot be opened.
+/// The bytes of `path`, or nullopt when it cannot be opened or is not a
+/// regular file (a FIFO, a device or a directory is never read: reading one
+/// could block or never end).
 std::optional<std::string> readFile(const std::string& path);
+
+/// The outcome of reading an input file (a spec, the lock) with
+/// readInputFile.
+struct InputFile {
+  enum class Status { kRead, kMissing, kError };
+  Status status = Status::kMissing;
+  std::string text;   ///< the bytes, when kRead
+  std::string error;  ///< why it could not be read, when kError
+};
+
+/// The largest input file accgen reads: specs and locks are a few hundred
+/// kilobytes at most.
+inline constexpr std::size_t kMaxInputBytes = 64u << 20;
+
+/// Reads an input file within bounded time and memory: a missing file is
+/// kMissing; a directory, FIFO, device or socket, a symbolic link loop, an
+/// over-long path, an unreadable file or one larger than `max_bytes` is
+/// kError with a reason people can act on. Never blocks on a FIFO.
+InputFile readInputFile(const std::string& path,
+                        std::size_t max_bytes = kMaxInputBytes);
 
 /// The paths among `paths` (relative to `dir`, '/'-separated) that exist.
 /// Each directory is listed once instead of every path being probed:

@@ -22,6 +22,8 @@
 #include "generator/support/io.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -413,7 +415,16 @@ LockPlan planLock(const model::Backend& backend,
   const auto ops = registeredOps(backend);
   const SchemaLock current = buildLock(ops, torch_version);
   plan.text = renderLock(current);
-  auto existing = readFile(plan.path);
+  InputFile file = readInputFile(plan.path);
+  if (file.status == InputFile::Status::kError) {
+    throw AccgenError(
+        ExitCode::kInvalidInput,
+        plan.path + ": error: " + file.error +
+            "\nnote: the lock is written by `accgen generate`; restore it "
+            "from version control, or delete it to lock the current schemas");
+  }
+  std::optional<std::string> existing;
+  if (file.status == InputFile::Status::kRead) existing = std::move(file.text);
   if (!existing) {
     plan.action = LockPlan::Action::kCreate;
     plan.comparison = compareLock(SchemaLock{}, current, ops);
@@ -465,21 +476,23 @@ void commitLock(const LockPlan& plan) {
   }
   const fs::path path(plan.path);
   const fs::path tmp = path.string() + ".tmp";
+  // A file system error here is the machine's, not a bug: exit 6.
+  auto fail = [&](const std::string& what, const std::string& why) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw AccgenError(ExitCode::kFileSystem,
+                      path.string() + ": error: cannot " + what + ": " + why);
+  };
+  std::error_code ec;
+  fs::remove(tmp, ec);  // a stray one from an interrupted run, or a link
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << plan.text;
-    if (!out) {
-      throw AccgenError(ExitCode::kInternal,
-                        "cannot write '" + tmp.string() + "'");
-    }
+    out.flush();
+    if (!out) fail("write '" + tmp.string() + "'", std::strerror(errno));
   }
-  std::error_code ec;
   fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw AccgenError(ExitCode::kInternal, "cannot rename '" + tmp.string() +
-                                               "' to '" + path.string() + "'");
-  }
+  if (ec) fail("replace it with '" + tmp.string() + "'", ec.message());
 }
 
 }  // namespace accgen::upgrade

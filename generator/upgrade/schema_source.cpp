@@ -18,7 +18,6 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <regex>
 #include <sstream>
 
 namespace accgen::upgrade {
@@ -51,9 +50,32 @@ bool versionMatches(const std::string& wanted, const std::string& have) {
 }  // namespace
 
 bool looksLikeVersion(const std::string& text) {
-  static const std::regex kRe(
-      R"(\d+\.\d+(\.\d+)?([.a-z0-9]*)(\+[A-Za-z0-9.]+)?)");
-  return std::regex_match(text, kRe);
+  // \d+\.\d+(\.\d+)?[.a-z0-9]*(\+[A-Za-z0-9.]+)?, matched by hand:
+  // std::regex recurses once a character. The optional third number is
+  // covered by the [.a-z0-9]* tail.
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  std::size_t i = 0;
+  auto digits = [&] {
+    const std::size_t start = i;
+    while (i < text.size() && digit(text[i]))
+      ++i;
+    return i > start;
+  };
+  if (!digits() || i >= text.size() || text[i] != '.') return false;
+  ++i;
+  if (!digits()) return false;
+  while (i < text.size() &&
+         (text[i] == '.' || digit(text[i]) || (text[i] >= 'a' && text[i] <= 'z')))
+    ++i;
+  if (i == text.size()) return true;
+  if (text[i] != '+' || i + 1 == text.size()) return false;
+  for (++i; i < text.size(); ++i) {
+    const char c = text[i];
+    if (!(digit(c) || c == '.' || (c >= 'a' && c <= 'z') ||
+          (c >= 'A' && c <= 'Z')))
+      return false;
+  }
+  return true;
 }
 
 std::string findWheel(const std::string& wheels_dir,

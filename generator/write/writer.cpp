@@ -15,6 +15,7 @@
 #include "generator/support/io.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -44,9 +45,72 @@ std::string under(const std::string& dir, const std::string& rel) {
   return dir.back() == '/' ? dir + rel : dir + "/" + rel;
 }
 
-/// Creates the parent directories of the files it writes, each once.
+/// Note [The output tree is a boundary]
+/// Every path the writer writes or removes is checked to stay inside the
+/// output directory: manifest and journal entries must be relative paths
+/// without '.' or '..' parts (isTreePath), a directory on the way that is a
+/// symbolic link must lead to a directory inside the tree (Directories::
+/// check, before anything is written), and files are created with
+/// O_NOFOLLOW | O_EXCL and replaced through a rename, which replaces a link
+/// rather than writing where it points.
+bool isTreePath(const std::string& rel) {
+  if (rel.empty() || rel.front() == '/' || rel.find('\\') != std::string::npos ||
+      rel.find('\0') != std::string::npos) {
+    return false;
+  }
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t slash = rel.find('/', start);
+    const std::string_view part = std::string_view(rel).substr(
+        start, slash == std::string::npos ? std::string::npos : slash - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    if (slash == std::string::npos) return true;
+    start = slash + 1;
+  }
+}
+
+/// The directories of the files a run writes or removes: checked to lie
+/// inside the tree before anything is written, created each once.
 class Directories {
  public:
+  explicit Directories(const std::string& out_dir) : out_(out_dir) {}
+
+  /// Refuses (AccgenError, exit 4) when the directory of `rel` (a tree path)
+  /// is reached through a symbolic link that leads outside the tree, or is
+  /// not a directory.
+  void check(const std::string& rel) {
+    const std::size_t slash = rel.rfind('/');
+    if (slash == std::string::npos) return;
+    std::string dir = rel.substr(0, slash);
+    if (!checked_.insert(dir).second) return;
+    std::error_code ec;
+    if (root_.empty()) {
+      root_ = fs::weakly_canonical(fs::absolute(out_.empty() ? "." : out_), ec);
+      if (ec) root_ = fs::absolute(out_.empty() ? "." : out_);
+    }
+    std::string walked;
+    for (std::size_t start = 0; start <= dir.size();) {
+      std::size_t end = dir.find('/', start);
+      if (end == std::string::npos) end = dir.size();
+      walked = dir.substr(0, end);
+      start = end + 1;
+      const std::string path = under(out_, walked);
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) != 0) return;  // created by the run
+      if (S_ISDIR(st.st_mode)) continue;
+      if (!S_ISLNK(st.st_mode)) refuse(path, "is not a directory");
+      const fs::path target = fs::canonical(path, ec);
+      if (ec) refuse(path, "is a symbolic link to nothing");
+      const auto [end_root, end_target] = std::mismatch(
+          root_.begin(), root_.end(), target.begin(), target.end());
+      if (end_root != root_.end()) {
+        refuse(path, "is a symbolic link that leads outside the output "
+                     "directory, to '" + target.string() + "'");
+      }
+      if (!fs::is_directory(target, ec)) refuse(path, "is not a directory");
+    }
+  }
+
   void ensureParent(const std::string& path) {
     const std::size_t slash = path.rfind('/');
     if (slash == std::string::npos || slash == 0) return;
@@ -55,20 +119,36 @@ class Directories {
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) {
-      throw AccgenError(ExitCode::kInternal, "cannot create directory '" + dir +
-                                                 "': " + ec.message());
+      throw AccgenError(ExitCode::kFileSystem, dir + ": error: cannot create "
+                                                     "directory: " +
+                                                   ec.message());
     }
   }
 
  private:
+  [[noreturn]] static void refuse(const std::string& path,
+                                  const std::string& why) {
+    throw AccgenError(ExitCode::kRefusedOverwrite,
+                      path + ": error: " + why +
+                          "; not followed\nnote: accgen writes only inside "
+                          "the output directory; nothing was written");
+  }
+
+  std::string out_;
+  fs::path root_;
+  std::set<std::string> checked_;
   std::set<std::string> made_;
 };
 
 /// Writes `content` to `path` in full or removes it: a failed write leaves
 /// no half-written file behind.
-void writeWhole(const std::string& path, const std::string& content) {
-  const int fd =
-      ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+/// The file must not exist: O_EXCL | O_NOFOLLOW never write through a link.
+/// Returns false, writing nothing, when something is there already.
+bool writeWhole(const std::string& path, const std::string& content) {
+  const int fd = ::open(path.c_str(),
+                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                        0666);
+  if (fd < 0 && (errno == EEXIST || errno == ELOOP)) return false;
   bool ok = fd >= 0;
   for (std::size_t done = 0; ok && done < content.size();) {
     const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
@@ -80,39 +160,124 @@ void writeWhole(const std::string& path, const std::string& content) {
   if (!ok) {
     const std::string reason = std::strerror(errno);
     if (fd >= 0) ::unlink(path.c_str());
-    throw AccgenError(ExitCode::kInternal,
-                      "cannot write '" + path + "': " + reason);
+    throw AccgenError(ExitCode::kFileSystem,
+                      path + ": error: cannot write: " + reason);
   }
+  return true;
 }
+
+constexpr const char* kTempSuffix = ".accgen-tmp";
 
 /// Replaces the file at `path` through a temporary file and a rename, so
 /// that the old bytes stay whole until the new ones are.
 void writeAtomically(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".accgen-tmp";
-  writeWhole(tmp, content);
+  const std::string tmp = path + kTempSuffix;
+  ::unlink(tmp.c_str());  // a stray one from an interrupted run, or a link
+  if (!writeWhole(tmp, content)) {
+    throw AccgenError(ExitCode::kFileSystem,
+                      tmp + ": error: cannot write: it keeps coming back");
+  }
   std::error_code ec;
   fs::rename(tmp, path, ec);
   if (ec) {
-    fs::remove(tmp);
-    throw AccgenError(ExitCode::kInternal,
-                      "cannot rename '" + tmp + "': " + ec.message());
+    fs::remove(tmp, ec);
+    throw AccgenError(ExitCode::kFileSystem,
+                      path + ": error: cannot replace it: " + ec.message());
   }
 }
 
+/// Writes a file that was not there when the run was planned; something
+/// that appeared since (a dangling link) is replaced, never followed.
+void writeNew(const std::string& path, const std::string& content) {
+  if (!writeWhole(path, content)) writeAtomically(path, content);
+}
+
+std::string hashOf(const nlohmann::json& entry) {
+  if (!entry.is_object()) return "";
+  auto it = entry.find("hash");
+  return it != entry.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+[[noreturn]] void outsideEntry(const fs::path& file, const std::string& rel) {
+  throw AccgenError(ExitCode::kInvalidInput,
+                    file.string() + ": error: entry '" + rel +
+                        "' is not a path inside the output directory\nnote: "
+                        "nothing was written or removed; restore the "
+                        "manifest, or remove it together with the generated "
+                        "files");
+}
+
+/// Note [Interrupted runs]
+/// A run writes a journal, `accgen-manifest.json.pending`, before it
+/// touches any file: the hash of every generated file it is about to write
+/// and the paths it creates in place. The manifest is written last and the
+/// journal removed after it. A run killed in between leaves the journal,
+/// and the next run takes a file as its own when its bytes match the old
+/// manifest or the journal, or when the journal says the killed run was
+/// creating it (a half-written new file). A user kernel the killed run was
+/// creating is made again when its bytes are a beginning of the starter
+/// (an empty file included); one a person edited is kept. Temporary files
+/// of the journal's paths are removed. The fast path does not run while a
+/// journal is there. The journal's entries are checked like the manifest's.
+struct Journal {
+  bool present = false;
+  std::map<std::string, std::set<std::string>> hashes;
+  std::set<std::string> created;
+};
+
+Journal loadJournal(const fs::path& out) {
+  Journal journal;
+  const fs::path file = out / kJournalName;
+  auto text = readFile(file.string());
+  if (!text) return journal;
+  journal.present = true;
+  // A journal cut short was being written when the run was killed: no file
+  // had been touched yet.
+  auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return journal;
+  const nlohmann::json files = j.value("files", nlohmann::json::object());
+  const nlohmann::json created = j.value("created", nlohmann::json::array());
+  if (!files.is_object() || !created.is_array()) return journal;
+  for (const auto& [path, list] : files.items()) {
+    if (!list.is_array()) continue;
+    if (!isTreePath(path)) outsideEntry(file, path);
+    for (const auto& h : list) {
+      if (h.is_string()) journal.hashes[path].insert(h.get<std::string>());
+    }
+  }
+  for (const auto& path : created) {
+    if (!path.is_string()) continue;
+    if (!isTreePath(path.get<std::string>())) {
+      outsideEntry(file, path.get<std::string>());
+    }
+    journal.created.insert(path.get<std::string>());
+  }
+  return journal;
+}
+
 /// Previously generated files and their hashes, from the old manifest.
-std::map<std::string, std::string> loadManifestHashes(const fs::path& out) {
+/// `interrupted`: a journal is there, and a manifest cut short is taken as
+/// none.
+std::map<std::string, std::string> loadManifestHashes(
+    const fs::path& out, bool interrupted = false) {
   std::map<std::string, std::string> hashes;
   auto text = readFile((out / kManifestName).string());
   if (!text) return hashes;
   auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.contains("files")) {
+  if (interrupted && (j.is_discarded() || !j.is_object() ||
+                      !j.contains("files"))) {
+    return hashes;
+  }
+  if (j.is_discarded() || !j.is_object() || !j.contains("files") ||
+      !j["files"].is_object()) {
     throw AccgenError(ExitCode::kInvalidInput,
                       (out / kManifestName).string() +
                           ": error: the manifest is not valid JSON; restore it "
                           "or remove it together with the generated files");
   }
   for (const auto& [path, entry] : j["files"].items()) {
-    hashes[path] = entry.value("hash", "");
+    if (!isTreePath(path)) outsideEntry(out / kManifestName, path);
+    hashes[path] = hashOf(entry);
   }
   return hashes;
 }
@@ -176,7 +341,18 @@ WriteReport writeTree(const std::string& out_dir,
                       const std::vector<RenderedFile>& files,
                       const WriteOptions& options) {
   const fs::path out(out_dir);
-  const auto old_hashes = loadManifestHashes(out);
+  const Journal journal = loadJournal(out);  // Note [Interrupted runs]
+  const auto old_hashes = loadManifestHashes(out, journal.present);
+  // Ours: what the last complete run wrote, or what a killed run was
+  // writing.
+  auto ours = [&](const std::string& path, const std::string& bytes) {
+    if (journal.created.count(path)) return true;
+    const std::string hash = contentHash(bytes);
+    auto it = old_hashes.find(path);
+    if (it != old_hashes.end() && it->second == hash) return true;
+    auto j = journal.hashes.find(path);
+    return j != journal.hashes.end() && j->second.count(hash) > 0;
+  };
   WriteReport report;
   // Files to write, and whether each replaces one on disk.
   std::vector<std::pair<const RenderedFile*, bool>> to_write;
@@ -188,16 +364,20 @@ WriteReport writeTree(const std::string& out_dir,
   const std::set<std::string> existing = existingFiles(out_dir, paths);
 
   for (const auto& f : files) {
-    // Only a previous manifest can name stale files.
-    if (!old_hashes.empty()) produced.insert(f.path);
+    // Only a previous manifest or journal can name stale files.
+    if (!old_hashes.empty() || journal.present) produced.insert(f.path);
     std::optional<std::string> on_disk;
     if (existing.count(f.path)) on_disk = readFile(under(out_dir, f.path));
     if (f.user_owned) {
-      if (on_disk) {
+      // A starter a killed run left half-written is made again.
+      const bool cut_short = on_disk && journal.created.count(f.path) &&
+                             *on_disk != f.content &&
+                             f.content.starts_with(*on_disk);
+      if (on_disk && !cut_short) {
         report.kept_user.push_back(f.path);
       } else {
         report.created_user.push_back(f.path);
-        to_write.emplace_back(&f, false);
+        to_write.emplace_back(&f, on_disk.has_value());
       }
       continue;
     }
@@ -205,25 +385,25 @@ WriteReport writeTree(const std::string& out_dir,
       report.unchanged.push_back(f.path);
       continue;
     }
-    if (on_disk) {
-      // Ours only if the manifest says so and the bytes are what we wrote.
-      auto it = old_hashes.find(f.path);
-      bool ours = it != old_hashes.end() && it->second == contentHash(*on_disk);
-      if (!ours && !options.force) {
-        report.edited.push_back(f.path);
-        continue;
-      }
+    if (on_disk && !ours(f.path, *on_disk) && !options.force) {
+      report.edited.push_back(f.path);
+      continue;
     }
     report.written.push_back(f.path);
     to_write.emplace_back(&f, on_disk.has_value());
   }
 
   std::vector<std::string> stale;
-  for (const auto& [path, hash] : old_hashes) {
+  std::set<std::string> candidates;
+  for (const auto& [path, hash] : old_hashes)
+    candidates.insert(path);
+  for (const auto& [path, hashes] : journal.hashes)
+    candidates.insert(path);
+  for (const auto& path : candidates) {
     if (produced.count(path)) continue;
     auto on_disk = readFile((out / path).string());
     if (!on_disk) continue;
-    if (contentHash(*on_disk) != hash && !options.force) {
+    if (!ours(path, *on_disk) && !options.force) {
       report.edited.push_back(path);
       continue;
     }
@@ -236,15 +416,50 @@ WriteReport writeTree(const std::string& out_dir,
     return report;
   }
 
+  // Note [The output tree is a boundary]: every directory is checked
+  // before the first write.
+  Directories dirs(out_dir);
+  for (const auto& [f, replaces] : to_write)
+    dirs.check(f->path);
+  for (const auto& path : stale)
+    dirs.check(path);
+
+  // Note [Interrupted runs]: the journal first, with what a killed earlier
+  // run was writing.
+  const std::string journal_path = under(out_dir, kJournalName);
+  if (!to_write.empty() || !stale.empty() || journal.present) {
+    nlohmann::json j;
+    nlohmann::json hashes = nlohmann::json::object();
+    for (const auto& [path, list] : journal.hashes) {
+      for (const auto& h : list)
+        hashes[path].push_back(h);
+    }
+    std::set<std::string> created = journal.created;
+    for (const auto& [f, replaces] : to_write) {
+      if (!f->user_owned) hashes[f->path].push_back(contentHash(f->content));
+      if (!replaces) created.insert(f->path);
+    }
+    j["files"] = std::move(hashes);
+    j["created"] = created;
+    dirs.ensureParent(journal_path);
+    if (journal.present) {
+      writeAtomically(journal_path, j.dump() + "\n");
+    } else {
+      writeNew(journal_path, j.dump() + "\n");
+    }
+    // Temporary files a killed run left.
+    for (const auto& [path, list] : journal.hashes)
+      ::unlink((under(out_dir, path) + kTempSuffix).c_str());
+  }
+
   // Note [Writing new files].
-  Directories dirs;
   for (const auto& [f, replaces] : to_write) {
     const std::string path = under(out_dir, f->path);
     dirs.ensureParent(path);
     if (replaces) {
       writeAtomically(path, f->content);
     } else {
-      writeWhole(path, f->content);
+      writeNew(path, f->content);
     }
   }
   for (const auto& path : stale) {
@@ -261,8 +476,11 @@ WriteReport writeTree(const std::string& out_dir,
     if (old_manifest) {
       writeAtomically(manifest_path, manifest);
     } else {
-      writeWhole(manifest_path, manifest);
+      writeNew(manifest_path, manifest);
     }
+  }
+  if (journal.present || !to_write.empty() || !stale.empty()) {
+    ::unlink(journal_path.c_str());
   }
   return report;
 }
@@ -273,20 +491,33 @@ std::optional<WriteReport> currentTree(const std::string& out_dir,
   auto text = readFile((out / kManifestName).string());
   if (!text) return std::nullopt;
   auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() || j.value("inputs", "") != inputs ||
-      !j.contains("files")) {
+  if (j.is_discarded() || !j.is_object() || !j.contains("files") ||
+      !j["files"].is_object()) {
+    return std::nullopt;
+  }
+  auto recorded = j.find("inputs");
+  if (recorded == j.end() || *recorded != inputs) return std::nullopt;
+  // Note [Interrupted runs]: a killed run's tree renders again.
+  if (::access(under(out_dir, kJournalName).c_str(), F_OK) == 0) {
     return std::nullopt;
   }
   WriteReport report;
   for (const auto& [path, entry] : j["files"].items()) {
+    // Entries outside the tree are reported by the run that renders.
+    if (!isTreePath(path)) return std::nullopt;
     auto on_disk = readFile((out / path).string());
-    if (!on_disk || contentHash(*on_disk) != entry.value("hash", "")) {
+    if (!on_disk || contentHash(*on_disk) != hashOf(entry)) {
       return std::nullopt;
     }
     report.unchanged.push_back(path);
   }
   std::vector<std::string> user_files;
+  auto listed = j.find("user_files");
+  if (listed != j.end() && !listed->is_array()) return std::nullopt;
   for (const auto& path : j.value("user_files", nlohmann::json::array())) {
+    if (!path.is_string() || !isTreePath(path.get<std::string>())) {
+      return std::nullopt;
+    }
     user_files.push_back(path.get<std::string>());
   }
   if (existingFiles(out_dir, user_files).size() != user_files.size()) {

@@ -29,6 +29,10 @@ struct RenderedFile {
 /// The manifest's file name inside the output directory.
 inline constexpr const char* kManifestName = "accgen-manifest.json";
 
+/// The journal of a run in progress (Note [Interrupted runs] in writer.cpp):
+/// written before the first file and removed after the manifest.
+inline constexpr const char* kJournalName = "accgen-manifest.json.pending";
+
 /// 64-bit content hash as 16 lowercase hex digits (XXH3).
 std::string contentHash(const std::string& bytes);
 

@@ -1,7 +1,11 @@
 // CLI tests: the real accgen binary run in temporary directories. They
 // check exit codes, the summary line, --check diffs, the refusal to
-// overwrite hand edits, and that errors leave the output tree untouched.
+// overwrite hand edits, that errors leave the output tree untouched, and
+// hostile inputs and interrupted runs (CliHardening).
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -9,7 +13,9 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -376,6 +382,194 @@ TEST_F(CliTest, ErrorCasesThroughTheBinary) {
     ++ran;
   }
   EXPECT_GT(ran, 20);
+}
+
+// Hostile inputs and trees (docs/reliability.md): spec files that are
+// FIFOs, devices, link loops or directories, a lock that cannot be read,
+// manifest entries outside the output tree, links in the tree that lead
+// outside it, and generates killed at many moments (Note [Interrupted runs]
+// in generator/write/writer.cpp). Each case checks the located message, the
+// documented exit code and what was written.
+class CliHardening : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    fs::copy(fs::path(ACCGEN_SOURCE_DIR) / "specs", dir_ / "specs",
+             fs::copy_options::recursive);
+  }
+
+  /// accgen in dir_ under a time limit: a hang fails (exit 124).
+  Result run(const std::string& args) {
+    return accgen(args, dir_, "timeout 60");
+  }
+
+  /// Every regular file under `dir` with its bytes.
+  static std::map<std::string, std::string> contents(const fs::path& dir) {
+    std::map<std::string, std::string> files;
+    if (!fs::exists(dir)) return files;
+    for (const auto& [path, file] : snapshot(dir))
+      files[path] = file.first;
+    return files;
+  }
+
+  /// Replaces spec file `name` with a FIFO, a link, ...
+  fs::path spec(const std::string& name) {
+    fs::remove(dir_ / "specs" / name);
+    return dir_ / "specs" / name;
+  }
+};
+
+TEST_F(CliHardening, FifoSpecIsAnErrorNotAHang) {
+  ASSERT_EQ(::mkfifo(spec("autocast.yaml").c_str(), 0644), 0);
+  Result r = run("validate --specs specs");
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("specs/autocast.yaml: error: expected a file, found "
+                       "a FIFO"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(CliHardening, DeviceSpecIsNotRead) {
+  fs::create_symlink("/dev/zero", spec("operators.yaml"));
+  Result r = run("generate --specs specs --out out");
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("specs/operators.yaml: error: expected a file, found "
+                       "a device"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+}
+
+TEST_F(CliHardening, SymlinkLoopAndDirectory) {
+  fs::create_symlink("backend.yaml", spec("backend.yaml"));
+  fs::create_directory(spec("autocast.yaml"));
+  Result r = run("validate --specs specs");
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("specs/backend.yaml: error: cannot read file: Too "
+                       "many levels of symbolic links"),
+            std::string::npos)
+      << r.err;
+  // A read error on autocast.yaml is an error, never an empty file.
+  EXPECT_NE(r.err.find("specs/autocast.yaml: error: expected a file, found "
+                       "a directory"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(CliHardening, LockThatIsAFifoOrADirectory) {
+  ASSERT_EQ(::mkfifo(spec("accgen.lock").c_str(), 0644), 0);
+  Result v = run("validate --specs specs");
+  EXPECT_EQ(v.code, 3);
+  EXPECT_NE(v.err.find("specs/accgen.lock: error: expected a file, found a "
+                       "FIFO"),
+            std::string::npos)
+      << v.err;
+  fs::remove(dir_ / "specs" / "accgen.lock");
+  fs::create_directory(dir_ / "specs" / "accgen.lock");
+  Result g = run("generate --specs specs --out out");
+  EXPECT_EQ(g.code, 3);
+  EXPECT_NE(g.err.find("specs/accgen.lock: error: expected a file, found a "
+                       "directory"),
+            std::string::npos)
+      << g.err;
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+}
+
+TEST_F(CliHardening, ValidateReportsACorruptLockAsGenerateDoes) {
+  std::ofstream(dir_ / "specs" / "accgen.lock") << "torch: [\n";
+  Result v = run("validate --specs specs");
+  Result g = run("generate --specs specs --out out");
+  EXPECT_EQ(v.code, 3);
+  EXPECT_EQ(g.code, 3);
+  EXPECT_NE(v.err.find("specs/accgen.lock:"), std::string::npos) << v.err;
+  EXPECT_EQ(v.err, g.err);
+}
+
+TEST_F(CliHardening, ManifestEntryOutsideTheTreeDeletesNothing) {
+  ASSERT_EQ(run("generate --specs specs --out out").code, 0);
+  std::ofstream(dir_ / "victim") << "keep me\n";
+  const fs::path manifest = dir_ / "out" / "accgen-manifest.json";
+  std::string text = slurp(manifest);
+  const std::string files = "\"files\": {";
+  for (const std::string& entry :
+       std::vector<std::string>{"../victim", (dir_ / "victim").string()}) {
+    std::string tampered = text;
+    tampered.insert(tampered.find(files) + files.size(),
+                    "\n    \"" + entry + "\": {\"hash\": \"0\"},");
+    std::ofstream(manifest, std::ios::trunc) << tampered;
+    const auto before = contents(dir_ / "out");
+    Result r = run("generate --specs specs --out out --force");
+    EXPECT_EQ(r.code, 3) << r.err;
+    EXPECT_NE(r.err.find("out/accgen-manifest.json: error: entry '" + entry +
+                         "' is not a path inside the output directory"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(slurp(dir_ / "victim"), "keep me\n");
+    EXPECT_EQ(contents(dir_ / "out"), before);
+  }
+}
+
+TEST_F(CliHardening, DanglingLinkInTheTreeWritesNothingOutside) {
+  fs::create_directories(dir_ / "out");
+  fs::create_directory_symlink(dir_ / "elsewhere", dir_ / "out" / "csrc");
+  Result r = run("generate --specs specs --out out");
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_NE(r.err.find("out/csrc: error: is a symbolic link to nothing; not "
+                       "followed"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "elsewhere"));
+  // A link to a directory outside: refused as well.
+  fs::create_directories(dir_ / "elsewhere");
+  r = run("generate --specs specs --out out");
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_TRUE(fs::is_empty(dir_ / "elsewhere"));
+}
+
+TEST_F(CliHardening, DanglingLinkAtAGeneratedPathIsReplacedNotFollowed) {
+  ASSERT_EQ(run("generate --specs specs --out ref").code, 0);
+  fs::create_directories(dir_ / "out");
+  fs::create_symlink(dir_ / "outside.txt", dir_ / "out" / "CMakeLists.txt");
+  Result r = run("generate --specs specs --out out");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "outside.txt"));
+  EXPECT_EQ(contents(dir_ / "out"), contents(dir_ / "ref"));
+}
+
+// Kills generate (SIGKILL) at many moments of a run, then checks that the
+// next run needs no --force and leaves exactly the tree of an uninterrupted
+// run, without temporary, journal or empty files.
+TEST_F(CliHardening, InterruptedGeneratesRecover) {
+  ASSERT_EQ(run("generate --specs specs --out ref").code, 0);
+  const auto reference = contents(dir_ / "ref");
+  const std::string lock = slurp(dir_ / "specs" / "accgen.lock");
+  for (int i = 0; i < 24; ++i) {
+    fs::remove_all(dir_ / "out");
+    if (i % 2) fs::remove(dir_ / "specs" / "accgen.lock");
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::chdir(dir_.c_str());
+      const int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      ::execl(ACCGEN_BINARY, ACCGEN_BINARY, "generate", "--specs", "specs",
+              "--out", "out", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(1500 * i));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    Result r = run("generate --specs specs --out out");
+    ASSERT_EQ(r.code, 0) << "killed after " << 1.5 * i << " ms: " << r.err;
+    EXPECT_EQ(contents(dir_ / "out"), reference) << "killed after " << 1.5 * i;
+    EXPECT_EQ(slurp(dir_ / "specs" / "accgen.lock"), lock);
+    EXPECT_FALSE(fs::exists(dir_ / "specs" / "accgen.lock.tmp"));
+    Result again = run("generate --specs specs --out out");
+    EXPECT_EQ(again.code, 0);
+    EXPECT_EQ(contents(dir_ / "out"), reference);
+  }
 }
 
 }  // namespace

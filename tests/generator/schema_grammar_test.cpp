@@ -332,5 +332,13 @@ TEST(SchemaGrammar, ParseTypeRejectsTrailingText) {
   EXPECT_THROW(parseType("int[2]?!"), SchemaParseError);
 }
 
+// A fixed list size of many digits once overflowed `int` (libFuzzer, UBSan).
+TEST(SchemaGrammar, HugeListSizeIsAnErrorNotAnOverflow) {
+  EXPECT_THROW(parseFunctionSchema("f(bool[99999999999999999999] x) -> ()"),
+               SchemaParseError);
+  EXPECT_THROW(parseFunctionSchema("f(int[2147483648] x) -> ()"),
+               SchemaParseError);
+}
+
 }  // namespace
 }  // namespace accgen::schema

@@ -702,5 +702,36 @@ TEST(Names, DeviceNames) {
   EXPECT_NE(deviceNameProblem("npu1"), "");
 }
 
+// Long values and malformed first lines end in located errors, fast.
+TEST(BackendSpec, LongValuesGiveShortLocatedErrors) {
+  DiagnosticEngine diags;
+  EXPECT_FALSE(parseBackendSpec(
+      "device: npu\nmemory: " + std::string(30000, '9') + "\n", "b.yaml",
+      diags));
+  EXPECT_EQ(printed(diags),
+            "b.yaml:2:9: error: invalid memory size '" + std::string(40, '9') +
+                "...'\nnote: a size is a positive byte count or a number with "
+                "KiB, MiB, GiB or TiB: 4GiB\n");
+  DiagnosticEngine letters;
+  auto spec = parseBackendSpec(
+      "device: npu\nnamespace: " + std::string(40000, 'a') + "\n", "b.yaml",
+      letters);
+  if (!spec) {
+    EXPECT_NE(printed(letters).find("b.yaml:2:"), std::string::npos)
+        << printed(letters);
+  }
+}
+
+TEST(BackendSpec, LeadingCommaIsALocatedErrorNotAnEndlessLoop) {
+  for (std::string text : {",device: npu\n", "# c\n--- ,\n", "&a ,\n",
+                           "device: npu\n---\n,\n"}) {
+    DiagnosticEngine diags;
+    EXPECT_FALSE(parseBackendSpec(text, "b.yaml", diags));
+    EXPECT_NE(printed(diags).find("error: invalid YAML: unexpected ','"),
+              std::string::npos)
+        << text << printed(diags);
+  }
+}
+
 }  // namespace
 }  // namespace accgen::spec
