@@ -156,8 +156,7 @@ std::string inputsAfterWriting(const GenerateOptions& o,
   }
   // After a killed run (Note [Interrupted runs] in writer.cpp) a starter it
   // left half-written is made again, and fingerprinted as made.
-  const bool interrupted =
-      fs::exists(fs::path(o.out) / write::kJournalName);
+  const bool interrupted = fs::exists(fs::path(o.out) / write::kJournalName);
   for (const auto& f : r.files) {
     const fs::path path(f.path);
     if (!f.user_owned || path.parent_path() != "kernels") continue;
@@ -165,8 +164,8 @@ std::string inputsAfterWriting(const GenerateOptions& o,
     bool pending_file = !fs::exists(on_disk_path);
     if (!pending_file && interrupted) {
       auto on_disk = readFile(on_disk_path.string());
-      pending_file = on_disk && *on_disk != f.content &&
-                     f.content.starts_with(*on_disk);
+      pending_file =
+          on_disk && *on_disk != f.content && f.content.starts_with(*on_disk);
     }
     if (pending_file) pending.kernels[path.filename().string()] = f.content;
   }

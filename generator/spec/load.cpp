@@ -19,7 +19,7 @@ std::string joinPath(const std::string& dir, std::string_view file) {
 // that exists but cannot be read (a directory, a FIFO, a device, a link
 // loop, an unreadable or oversized file) is reported, never taken as empty.
 std::optional<std::string> readSpecFile(const std::string& path, bool* exists,
-                                    DiagnosticEngine& diags) {
+                                        DiagnosticEngine& diags) {
   InputFile file = readInputFile(path);
   *exists = file.status != InputFile::Status::kMissing;
   if (file.status == InputFile::Status::kError) {

@@ -22,8 +22,12 @@ bool isDigits(std::string_view s, bool (*digit)(char)) {
   return !s.empty() && std::all_of(s.begin(), s.end(), digit);
 }
 
-bool isDecimal(char c) { return c >= '0' && c <= '9'; }
-bool isOctal(char c) { return c >= '0' && c <= '7'; }
+bool isDecimal(char c) {
+  return c >= '0' && c <= '9';
+}
+bool isOctal(char c) {
+  return c >= '0' && c <= '7';
+}
 bool isHex(char c) {
   return isDecimal(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
@@ -148,7 +152,6 @@ StreamCheck checkStream(const std::string& text) {
   return check;
 }
 
-
 }  // namespace
 
 const YamlField* YamlMap::find(std::string_view key) const {
@@ -168,10 +171,10 @@ YamlReader::YamlReader(std::string path, std::string_view text,
       const StreamCheck check = checkStream(text_);
       if (check.stuck) {
         const YAML::Mark& m = *check.stuck;
-        const char c = m.pos >= 0 && static_cast<std::size_t>(m.pos) <
-                                         text_.size()
-                           ? text_[static_cast<std::size_t>(m.pos)]
-                           : ' ';
+        const char c =
+            m.pos >= 0 && static_cast<std::size_t>(m.pos) < text_.size()
+                ? text_[static_cast<std::size_t>(m.pos)]
+                : ' ';
         root_ = YAML::Node();
         error(SourceLoc{path_, m.line + 1, m.column + 1},
               std::string("invalid YAML: unexpected '") + c + "'",
@@ -422,8 +425,8 @@ std::optional<std::int64_t> YamlReader::readInt(const YAML::Node& value,
     if (ec == std::errc() && end == digits.data() + digits.size()) {
       return result;
     }
-    error(where,
-          "integer " + shortenedValue(s) + " for " + std::string(what) + " is out of range");
+    error(where, "integer " + shortenedValue(s) + " for " + std::string(what) +
+                     " is out of range");
     return std::nullopt;
   }
   error(where, "expected an integer for " + std::string(what) + ", got " +

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 
@@ -96,10 +96,10 @@ InputFile readInputFile(const std::string& path, std::size_t max_bytes) {
     ::close(fd);
     return fail(std::string("expected a file, found ") + fileKind(st.st_mode));
   }
-  std::string text(std::min<std::size_t>(
-                       static_cast<std::size_t>(st.st_size), max_bytes) +
-                       1,
-                   '\0');
+  std::string text(
+      std::min<std::size_t>(static_cast<std::size_t>(st.st_size), max_bytes) +
+          1,
+      '\0');
   std::size_t size = 0;
   for (;;) {
     if (size == text.size()) {

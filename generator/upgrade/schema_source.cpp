@@ -64,8 +64,8 @@ bool looksLikeVersion(const std::string& text) {
   if (!digits() || i >= text.size() || text[i] != '.') return false;
   ++i;
   if (!digits()) return false;
-  while (i < text.size() &&
-         (text[i] == '.' || digit(text[i]) || (text[i] >= 'a' && text[i] <= 'z')))
+  while (i < text.size() && (text[i] == '.' || digit(text[i]) ||
+                             (text[i] >= 'a' && text[i] <= 'z')))
     ++i;
   if (i == text.size()) return true;
   if (text[i] != '+' || i + 1 == text.size()) return false;

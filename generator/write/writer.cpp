@@ -54,7 +54,8 @@ std::string under(const std::string& dir, const std::string& rel) {
 /// O_NOFOLLOW | O_EXCL and replaced through a rename, which replaces a link
 /// rather than writing where it points.
 bool isTreePath(const std::string& rel) {
-  if (rel.empty() || rel.front() == '/' || rel.find('\\') != std::string::npos ||
+  if (rel.empty() || rel.front() == '/' ||
+      rel.find('\\') != std::string::npos ||
       rel.find('\0') != std::string::npos) {
     return false;
   }
@@ -104,8 +105,10 @@ class Directories {
       const auto [end_root, end_target] = std::mismatch(
           root_.begin(), root_.end(), target.begin(), target.end());
       if (end_root != root_.end()) {
-        refuse(path, "is a symbolic link that leads outside the output "
-                     "directory, to '" + target.string() + "'");
+        refuse(path,
+               "is a symbolic link that leads outside the output "
+               "directory, to '" +
+                   target.string() + "'");
       }
       if (!fs::is_directory(target, ec)) refuse(path, "is not a directory");
     }
@@ -119,8 +122,9 @@ class Directories {
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) {
-      throw AccgenError(ExitCode::kFileSystem, dir + ": error: cannot create "
-                                                     "directory: " +
+      throw AccgenError(ExitCode::kFileSystem, dir +
+                                                   ": error: cannot create "
+                                                   "directory: " +
                                                    ec.message());
     }
   }
@@ -145,9 +149,8 @@ class Directories {
 /// The file must not exist: O_EXCL | O_NOFOLLOW never write through a link.
 /// Returns false, writing nothing, when something is there already.
 bool writeWhole(const std::string& path, const std::string& content) {
-  const int fd = ::open(path.c_str(),
-                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                        0666);
+  const int fd = ::open(
+      path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
   if (fd < 0 && (errno == EEXIST || errno == ELOOP)) return false;
   bool ok = fd >= 0;
   for (std::size_t done = 0; ok && done < content.size();) {
@@ -264,8 +267,8 @@ std::map<std::string, std::string> loadManifestHashes(
   auto text = readFile((out / kManifestName).string());
   if (!text) return hashes;
   auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (interrupted && (j.is_discarded() || !j.is_object() ||
-                      !j.contains("files"))) {
+  if (interrupted &&
+      (j.is_discarded() || !j.is_object() || !j.contains("files"))) {
     return hashes;
   }
   if (j.is_discarded() || !j.is_object() || !j.contains("files") ||

@@ -705,9 +705,9 @@ TEST(Names, DeviceNames) {
 // Long values and malformed first lines end in located errors, fast.
 TEST(BackendSpec, LongValuesGiveShortLocatedErrors) {
   DiagnosticEngine diags;
-  EXPECT_FALSE(parseBackendSpec(
-      "device: npu\nmemory: " + std::string(30000, '9') + "\n", "b.yaml",
-      diags));
+  EXPECT_FALSE(
+      parseBackendSpec("device: npu\nmemory: " + std::string(30000, '9') + "\n",
+                       "b.yaml", diags));
   EXPECT_EQ(printed(diags),
             "b.yaml:2:9: error: invalid memory size '" + std::string(40, '9') +
                 "...'\nnote: a size is a positive byte count or a number with "
@@ -723,8 +723,8 @@ TEST(BackendSpec, LongValuesGiveShortLocatedErrors) {
 }
 
 TEST(BackendSpec, LeadingCommaIsALocatedErrorNotAnEndlessLoop) {
-  for (std::string text : {",device: npu\n", "# c\n--- ,\n", "&a ,\n",
-                           "device: npu\n---\n,\n"}) {
+  for (std::string text :
+       {",device: npu\n", "# c\n--- ,\n", "&a ,\n", "device: npu\n---\n,\n"}) {
     DiagnosticEngine diags;
     EXPECT_FALSE(parseBackendSpec(text, "b.yaml", diags));
     EXPECT_NE(printed(diags).find("error: invalid YAML: unexpected ','"),
