@@ -1,8 +1,11 @@
 // What a generated backend adds to the runtime, written by hand for the
 // runtime's own tests: a few emulated operators, the CPU fallback for the
 // rest, and a tuning that differs from the defaults in every field the
-// tests can observe.
+// tests can observe. RTEST_NO_CACHING=1 turns the caching allocator off
+// (the ctest entry runtime_tests_no_caching).
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include <accgen/runtime/Emulate.h>
 #include <accgen/runtime/Registration.h>
@@ -31,4 +34,8 @@ void accgen::runtime::tuneRuntime(RuntimeTuning& tuning) {
     std::snprintf(prop.name, sizeof(prop.name), "rtest device %d",
                   static_cast<int>(device));
   };
+  const char* no_caching = std::getenv("RTEST_NO_CACHING");
+  if (no_caching != nullptr && std::string(no_caching) == "1") {
+    tuning.device_allocator.caching = false;
+  }
 }

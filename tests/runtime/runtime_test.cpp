@@ -149,5 +149,26 @@ TEST(Allocator, FreedMemoryIsCachedAndReleasedByEmptyCache) {
       0);
 }
 
+TEST(Allocator, WithoutCachingFreedBlocksReturnToTheDriver) {
+  if (tuning().device_allocator.caching) {
+    GTEST_SKIP() << "runs as runtime_tests_no_caching (RTEST_NO_CACHING=1)";
+  }
+  const auto aggregate =
+      static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+  const auto frees = getDeviceAllocator()->getDeviceStats(0).num_device_free;
+  {
+    const at::Tensor t =
+        at::empty({1 << 18}, at::TensorOptions().device(kDevice0));
+    EXPECT_GE(getDeviceAllocator()
+                  ->getDeviceStats(0)
+                  .reserved_bytes[aggregate]
+                  .current,
+              1 << 20);
+  }
+  const auto stats = getDeviceAllocator()->getDeviceStats(0);
+  EXPECT_EQ(stats.reserved_bytes[aggregate].current, 0);
+  EXPECT_EQ(stats.num_device_free, frees + 1);
+}
+
 }  // namespace
 }  // namespace accgen::runtime
