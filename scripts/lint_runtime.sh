@@ -11,7 +11,10 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-python3 - "$build/compile_commands.json" "$work/compile_commands.json" <<'PY'
+# The commands of the test backend's units, without the precompiled header;
+# prints the units.
+mapfile -t units < <(python3 - "$build/compile_commands.json" \
+  "$work/compile_commands.json" <<'PY'
 import json
 import shlex
 import sys
@@ -28,7 +31,7 @@ for entry in json.load(open(source)):
         if skip:
             skip = False
             continue
-        if arg == "-include" and True:
+        if arg == "-include":
             skip = True
             continue
         if arg == "-Winvalid-pch" or arg.endswith("ccache"):
@@ -41,9 +44,9 @@ if not kept:
 json.dump(kept, open(target, "w"), indent=1)
 print("\n".join(e["file"] for e in kept))
 PY
-mapfile -t units < <(python3 -c '
-import json, sys
-print("\n".join(e["file"] for e in json.load(open(sys.argv[1]))))' "$work/compile_commands.json")
+)
+# A failure inside the substitution leaves no units.
+((${#units[@]})) || exit 1
 echo "== clang-tidy: ${#units[@]} units of runtime/"
 clang-tidy -p "$work" --quiet --config-file=runtime/.clang-tidy "${units[@]}"
 echo "lint: runtime clean"

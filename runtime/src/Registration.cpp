@@ -22,11 +22,9 @@ struct Claim {
 Claim claimDevice() {
   // Another backend holds the device type once it registered its hooks or
   // renamed PrivateUse1 to a name of its own.
-  if (at::isPrivateUse1HooksRegistered()) {
-    return {false, c10::get_privateuse1_backend()};
-  }
-  if (c10::is_privateuse1_backend_registered() &&
-      c10::get_privateuse1_backend() != kDeviceName) {
+  if (at::isPrivateUse1HooksRegistered() ||
+      (c10::is_privateuse1_backend_registered() &&
+       c10::get_privateuse1_backend() != kDeviceName)) {
     return {false, c10::get_privateuse1_backend()};
   }
   c10::register_privateuse1_backend(kDeviceName);
