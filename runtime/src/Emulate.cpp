@@ -278,6 +278,50 @@ class AliasSet {
   c10::DeviceIndex device_ = -1;
 };
 
+// The tensor argument `value` of `kind` (Tensor, Tensor[] or Tensor?[]) with
+// each device tensor it holds replaced by fn(tensor), in `mapped`; false
+// (and `mapped` untouched) for arguments of other kinds and for None.
+template <class Fn>
+bool mapDeviceTensors(ArgKind kind, const c10::IValue& value, Fn fn,
+                      c10::IValue& mapped) {
+  switch (kind) {
+    case ArgKind::kTensor:
+      if (value.isTensor() && isDeviceTensor(value.toTensor())) {
+        mapped = fn(value.toTensor());
+        return true;
+      }
+      return false;
+    case ArgKind::kTensorList: {
+      if (value.isNone()) {
+        return false;
+      }
+      c10::List<at::Tensor> list;
+      list.reserve(value.toTensorList().size());
+      for (const at::Tensor& t : value.toTensorList()) {
+        list.push_back(isDeviceTensor(t) ? fn(t) : t);
+      }
+      mapped = std::move(list);
+      return true;
+    }
+    case ArgKind::kOptionalTensorList: {
+      if (value.isNone()) {
+        return false;
+      }
+      c10::List<std::optional<at::Tensor>> list;
+      for (std::optional<at::Tensor> t : value.toOptionalTensorList()) {
+        if (t.has_value() && isDeviceTensor(*t)) {
+          t = fn(*t);
+        }
+        list.push_back(std::move(t));
+      }
+      mapped = std::move(list);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
 // Replaces the device tensors among the arguments on top of `stack` by host
 // aliases, and a device argument by the CPU (factory functions).
 void aliasArguments(const Plan& plan, torch::jit::Stack& stack,
@@ -286,39 +330,16 @@ void aliasArguments(const Plan& plan, torch::jit::Stack& stack,
   const std::size_t base = stack.size() - n;
   for (std::size_t i = 0; i < n; ++i) {
     c10::IValue& value = stack[base + i];
+    const bool written = plan.written[i];
+    c10::IValue mapped;
+    if (mapDeviceTensors(
+            plan.kinds[i], value,
+            [&](const at::Tensor& t) { return aliases.alias(t, written); },
+            mapped)) {
+      value = std::move(mapped);
+      continue;
+    }
     switch (plan.kinds[i]) {
-      case ArgKind::kTensor:
-        if (value.isTensor() && isDeviceTensor(value.toTensor())) {
-          value = aliases.alias(value.toTensor(), plan.written[i]);
-        }
-        break;
-      case ArgKind::kTensorList: {
-        if (value.isNone()) {
-          break;
-        }
-        c10::List<at::Tensor> mapped;
-        mapped.reserve(value.toTensorList().size());
-        for (const at::Tensor& t : value.toTensorList()) {
-          mapped.push_back(isDeviceTensor(t) ? aliases.alias(t, plan.written[i])
-                                             : t);
-        }
-        value = std::move(mapped);
-        break;
-      }
-      case ArgKind::kOptionalTensorList: {
-        if (value.isNone()) {
-          break;
-        }
-        c10::List<std::optional<at::Tensor>> mapped;
-        for (std::optional<at::Tensor> t : value.toOptionalTensorList()) {
-          if (t.has_value() && isDeviceTensor(*t)) {
-            t = aliases.alias(*t, plan.written[i]);
-          }
-          mapped.push_back(std::move(t));
-        }
-        value = std::move(mapped);
-        break;
-      }
       case ArgKind::kDevice:
         if (value.isDevice() && value.toDevice().type() == kDeviceType) {
           aliases.setDeviceIfUnset(resolveDevice(value.toDevice().index()));
@@ -583,38 +604,12 @@ torch::jit::Stack metaArguments(const Plan& plan,
   meta.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
     const c10::IValue& value = stack[base + i];
+    c10::IValue mapped;
+    if (mapDeviceTensors(plan.kinds[i], value, &metaOf, mapped)) {
+      meta.push_back(std::move(mapped));
+      continue;
+    }
     switch (plan.kinds[i]) {
-      case ArgKind::kTensor:
-        if (value.isTensor() && isDeviceTensor(value.toTensor())) {
-          meta.emplace_back(metaOf(value.toTensor()));
-          continue;
-        }
-        break;
-      case ArgKind::kTensorList: {
-        if (value.isNone()) {
-          break;
-        }
-        c10::List<at::Tensor> mapped;
-        for (const at::Tensor& t : value.toTensorList()) {
-          mapped.push_back(isDeviceTensor(t) ? metaOf(t) : t);
-        }
-        meta.emplace_back(std::move(mapped));
-        continue;
-      }
-      case ArgKind::kOptionalTensorList: {
-        if (value.isNone()) {
-          break;
-        }
-        c10::List<std::optional<at::Tensor>> mapped;
-        for (std::optional<at::Tensor> t : value.toOptionalTensorList()) {
-          if (t.has_value() && isDeviceTensor(*t)) {
-            t = metaOf(*t);
-          }
-          mapped.push_back(std::move(t));
-        }
-        meta.emplace_back(std::move(mapped));
-        continue;
-      }
       case ArgKind::kGenerator:
         meta.emplace_back();
         continue;
