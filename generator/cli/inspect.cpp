@@ -89,9 +89,9 @@ int runInspect(const InspectOptions& options, std::ostream& out,
       j["registration"] =
           op ? describeRegistration(*op, name)
              : nlohmann::ordered_json{
-                   {"kind", backend->fallback() == spec::FallbackPolicy::kCpu
-                                ? "global fallback (cpu)"
-                                : "global fallback (error)"}};
+                   {"kind", std::string("global fallback (") +
+                                spec::fallbackPolicyName(backend->fallback()) +
+                                ")"}};
     }
   } else {
     std::string message = "error: unknown operator '" + options.op + "'";

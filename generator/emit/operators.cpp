@@ -58,8 +58,8 @@ std::string shapeName(const model::Registration& r) {
 json emulateEntry(const model::Registration& r,
                   std::vector<std::string>& headers, json& shapes) {
   const schema::NativeFunction& fn = *r.function;
-  json entry = {
-      {"name", r.fullName()}, {"via_out", false}, {"out", ""}, {"shape", ""}};
+  json entry = {{"name", r.fullName()}, {"via_out", false}, {"out", ""},
+                {"shape", ""},          {"hook", ""},       {"is_hook", false}};
   // Shapes that depend on the data (index with a boolean mask) have no
   // meta function that could give them ahead of the kernel.
   const bool dynamic_shape = std::find(fn.tags.begin(), fn.tags.end(),
@@ -78,18 +78,36 @@ json emulateEntry(const model::Registration& r,
   return entry;
 }
 
+// The entry of a hook operator (Note [Hook operators] in
+// runtime/include/accgen/runtime/HookOps.h): the runtime's function.
+json hookEntry(const std::string& name, const char* function) {
+  return {{"name", name}, {"via_out", false}, {"out", ""},
+          {"shape", ""},  {"hook", function}, {"is_hook", true}};
+}
+
+// The emulated operators, and the hook operators the spec does not give a
+// kernel of their own. A hook's group brings no other member: the other
+// forms (convolution_overrideable.out) are composites of the hook.
 void appendEmulate(const model::Backend& backend,
                    std::vector<OutputFile>& files) {
-  std::vector<const model::Registration*> members;
+  std::vector<std::pair<std::string, const model::Registration*>> members;
   for (const auto& op : backend.operators()) {
     if (op.kind != spec::OpKind::kEmulate) continue;
-    for (const auto& m : op.members)
-      members.push_back(&m);
+    const bool hook_group = std::any_of(
+        op.members.begin(), op.members.end(),
+        [](const auto& m) { return ops::hookFunction(m.fullName()) != nullptr; });
+    for (const auto& m : op.members) {
+      if (hook_group && ops::hookFunction(m.fullName()) == nullptr) continue;
+      members.emplace_back(m.fullName(), &m);
+    }
   }
-  std::sort(members.begin(), members.end(), [](const auto* a, const auto* b) {
-    return std::pair(a->schema().name, a->schema().overload) <
-           std::pair(b->schema().name, b->schema().overload);
-  });
+  for (const ops::HookOperator& hook : ops::hookOperators()) {
+    if (backend.findRegistration(hook.name) == nullptr) {
+      members.emplace_back(hook.name, nullptr);
+    }
+  }
+  std::sort(members.begin(), members.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   const std::size_t shards =
       (members.size() + kEmulateShardSize - 1) / kEmulateShardSize;
   for (std::size_t k = 0; k < shards; ++k) {
@@ -99,7 +117,12 @@ void appendEmulate(const model::Backend& backend,
     const std::size_t end =
         std::min(members.size(), (k + 1) * kEmulateShardSize);
     for (std::size_t i = k * kEmulateShardSize; i < end; ++i) {
-      entries.push_back(emulateEntry(*members[i], headers, shapes));
+      const auto& [name, registration] = members[i];
+      if (const char* hook = ops::hookFunction(name)) {
+        entries.push_back(hookEntry(name, hook));
+      } else {
+        entries.push_back(emulateEntry(*registration, headers, shapes));
+      }
     }
     json data = {{"shard", std::to_string(k)},
                  {"shard_count", std::to_string(shards)},
@@ -186,8 +209,9 @@ void appendStubs(const model::Backend& backend,
 // tensors before its spec lists much: torch.zeros needs zero_, and printing
 // a tensor runs comparisons, abs, ceil, min/max, masked_select and cat on
 // the device (torch/_tensor_str.py). The ones the spec does not register
-// stay on the CPU fallback; the list is what printing float, integer, large
-// and empty tensors, torch.zeros/ones and .to() reached in torch 2.13.
+// run through the emulate fallback; the list is what printing float,
+// integer, large and empty tensors, torch.zeros/ones and .to() reached in
+// torch 2.13.
 const std::vector<std::string>& errorPolicyKeeps() {
   static const std::vector<std::string> kKeeps = {
       "abs.out",       "bitwise_and.Tensor_out",

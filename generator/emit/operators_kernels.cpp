@@ -387,6 +387,10 @@ void appendKernelFiles(const model::Backend& backend,
       fields.emplace("ops_struct", opsStruct(p.schema()));
       fields.emplace("ops_header", opsHeader(p.schema()));
       fields.emplace("args", callArgs(p.signature));
+      // A hook operator's starter calls the runtime's emulation of it.
+      const char* hook = hookFunction(p.fullName());
+      fields.emplace("is_hook", hook != nullptr);
+      fields.emplace("hook", hook != nullptr ? hook : "");
       for (const auto& m : op.members) {
         part.wrappers.emplace_back(m.wrapper_name,
                                    kernelWrapper(op, m, part.headers));

@@ -66,6 +66,28 @@ std::string callArgs(const schema::CppSignature& signature,
   return out;
 }
 
+const std::vector<HookOperator>& hookOperators() {
+  static const std::vector<HookOperator> kHooks = {
+      {"_scaled_dot_product_fused_attention_overrideable",
+       "::accgen::runtime::hooks::scaledDotProductFusedAttentionOverrideable"},
+      {"_scaled_dot_product_fused_attention_overrideable_backward",
+       "::accgen::runtime::hooks::"
+       "scaledDotProductFusedAttentionOverrideableBackward"},
+      {"convolution_backward_overrideable",
+       "::accgen::runtime::hooks::convolutionBackwardOverrideable"},
+      {"convolution_overrideable",
+       "::accgen::runtime::hooks::convolutionOverrideable"},
+  };
+  return kHooks;
+}
+
+const char* hookFunction(const std::string& full_name) {
+  for (const HookOperator& hook : hookOperators()) {
+    if (full_name == hook.name) return hook.function;
+  }
+  return nullptr;
+}
+
 nlohmann::json sortedUnique(std::vector<std::string> values) {
   std::sort(values.begin(), values.end());
   values.erase(std::unique(values.begin(), values.end()), values.end());

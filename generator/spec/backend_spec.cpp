@@ -13,7 +13,7 @@ const std::vector<std::string> kBackendKeys = {
     "device", "package",  "namespace", "devices",
     "memory", "fallback", "features"};
 const std::vector<std::string> kFeatureKeys = {"pinned_memory", "autocast"};
-const std::vector<std::string> kFallbackValues = {"cpu", "error"};
+const std::vector<std::string> kFallbackValues = {"emulate", "cpu", "error"};
 
 constexpr int kMaxDevices = 64;
 
@@ -101,19 +101,36 @@ void readMemory(YamlReader& r, const YamlField& f, BackendSpec& spec) {
   spec.memory_bytes = *bytes;
 }
 
+}  // namespace
+
+const char* fallbackPolicyName(FallbackPolicy policy) {
+  switch (policy) {
+    case FallbackPolicy::kEmulate:
+      return "emulate";
+    case FallbackPolicy::kCpu:
+      return "cpu";
+    case FallbackPolicy::kError:
+      return "error";
+  }
+  return "";
+}
+
+namespace {
+
 void readFallback(YamlReader& r, const YamlField& f, BackendSpec& spec) {
   auto value = r.fieldString(f);
   if (!value) return;
-  if (*value == "cpu") {
-    spec.fallback = FallbackPolicy::kCpu;
-  } else if (*value == "error") {
-    spec.fallback = FallbackPolicy::kError;
-  } else {
-    std::string message = "unknown fallback policy '" + *value + "'";
-    std::string near = nearestName(*value, kFallbackValues);
-    if (!near.empty()) message += "; did you mean '" + near + "'?";
-    r.error(r.loc(f.value), message, {"allowed values: cpu, error"});
+  for (FallbackPolicy policy : {FallbackPolicy::kEmulate, FallbackPolicy::kCpu,
+                                FallbackPolicy::kError}) {
+    if (*value == fallbackPolicyName(policy)) {
+      spec.fallback = policy;
+      return;
+    }
   }
+  std::string message = "unknown fallback policy '" + *value + "'";
+  std::string near = nearestName(*value, kFallbackValues);
+  if (!near.empty()) message += "; did you mean '" + near + "'?";
+  r.error(r.loc(f.value), message, {"allowed values: emulate, cpu, error"});
 }
 
 void readFeatures(YamlReader& r, const YamlField& f, BackendSpec& spec) {

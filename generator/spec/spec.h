@@ -22,9 +22,13 @@ namespace accgen::spec {
 
 /// What happens to an operator the spec does not list.
 enum class FallbackPolicy {
-  kCpu,    ///< run it on the CPU, copying arguments and results
-  kError,  ///< raise an error naming the operator
+  kEmulate,  ///< run its CPU kernel on the device memory, without copies
+  kCpu,      ///< run it on the CPU, copying arguments and results
+  kError,    ///< raise an error naming the operator
 };
+
+/// The spec's word for `policy` ("emulate", "cpu", "error").
+const char* fallbackPolicyName(FallbackPolicy policy);
 
 /// How operators.yaml registers an operator (DESIGN.md, "Operator
 /// registration kinds"). kCustom is the kind of the `custom:` entries, which
@@ -107,7 +111,7 @@ struct BackendSpec {
   int device_count = 2;
   /// Capacity of each emulated device in bytes.
   std::uint64_t memory_bytes = std::uint64_t{4} << 30;
-  FallbackPolicy fallback = FallbackPolicy::kCpu;
+  FallbackPolicy fallback = FallbackPolicy::kEmulate;
   Features features;
 
   /// The file (line 0).

@@ -88,7 +88,7 @@ set(ACCGEN_RUNTIME_SOURCES_A
   Generator.cpp)
 set(ACCGEN_RUNTIME_SOURCES_B
   Builtin.cpp Allocator.cpp HostAllocator.cpp DeviceGuard.cpp Hooks.cpp
-  Serialization.cpp)
+  Serialization.cpp HookOps.cpp)
 list(TRANSFORM ACCGEN_RUNTIME_SOURCES_A PREPEND "${ACCGEN_RUNTIME_DIR}/src/")
 list(TRANSFORM ACCGEN_RUNTIME_SOURCES_B PREPEND "${ACCGEN_RUNTIME_DIR}/src/")
 set(ACCGEN_RUNTIME_SOURCES ${ACCGEN_RUNTIME_SOURCES_A} ${ACCGEN_RUNTIME_SOURCES_B})

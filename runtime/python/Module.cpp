@@ -16,6 +16,7 @@
 #include <torch/csrc/Generator.h>
 
 #include "accgen/runtime/Driver.h"
+#include "accgen/runtime/Emulate.h"
 #include "accgen/runtime/Registration.h"
 #include "accgen/runtime/Runtime.h"
 #include "accgen/runtime/Tuning.h"
@@ -186,6 +187,16 @@ PYBIND11_MODULE(_C, m) {
         THPGenerator_initDefaultGenerator(generator));
   });
 
+  m.def("_fallback_counts", [] {
+    py::dict counts;
+    for (const FallbackCount& c : fallbackCounts()) {
+      if (!counts.contains(c.fallback)) {
+        counts[py::str(c.fallback)] = py::dict();
+      }
+      counts[py::str(c.fallback)][py::str(c.op)] = c.calls;
+    }
+    return counts;
+  });
   m.def("_memory_stats", [](int device) {
     return memoryStats(static_cast<c10::DeviceIndex>(device));
   });

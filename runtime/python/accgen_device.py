@@ -34,6 +34,7 @@ __all__ = [
     "device_of",
     "empty_cache",
     "empty_host_cache",
+    "fallback_counts",
     "get_amp_supported_dtype",
     "get_device_capability",
     "get_device_name",
@@ -494,6 +495,17 @@ if _C._config["pinned_memory"]:
 else:
     __all__.remove("host_memory_stats")
     __all__.remove("empty_host_cache")
+
+
+# ----------------------------------------------------------------- fallbacks
+
+
+def fallback_counts() -> dict[str, dict[str, int]]:
+    """The operators that ran through a fallback in this process, and how
+    often: {"emulate": {"aten::lgamma": 3}, "cpu": {...}}. The operators a
+    backend still runs through its fallback are the ones to give kernels."""
+    return {fallback: dict(sorted(ops.items()))
+            for fallback, ops in sorted(_C._fallback_counts().items())}
 
 
 # ------------------------------------------------------------------ autocast

@@ -3,13 +3,17 @@
 // See Emulate.h and Note [Emulated execution] in docs/operators.md.
 #include "accgen/runtime/Emulate.h"
 
+#include <atomic>
 #include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
+#include <unordered_map>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/ivalue.h>
@@ -234,7 +238,7 @@ class AliasSet {
                           result.storage_offset());
       }
     }
-    return copyToDevice(result);
+    return copyToDevice(result, c10::Device(kDeviceType, device_));
   }
 
   c10::DeviceIndex device() const { return device_; }
@@ -252,25 +256,6 @@ class AliasSet {
     const void* device_data;
     bool written;
   };
-
-  // The one copy of the emulation: a result in fresh host memory goes to a
-  // new device tensor, copied by a kernel that owns the host tensor until
-  // it ran, so that nothing waits for it (the stream orders what reads it).
-  at::Tensor copyToDevice(at::Tensor host) {
-    if (!host.is_non_overlapping_and_dense()) {
-      host = host.contiguous();
-    }
-    const c10::Device device(kDeviceType, device_);
-    c10::DeviceGuard guard(device);
-    at::Tensor result = at::empty_strided(host.sizes(), host.strides(),
-                                          host.options().device(device));
-    const std::size_t nbytes = at::detail::computeStorageNbytes(
-        host.sizes(), host.strides(), host.itemsize());
-    if (nbytes > 0) {
-      copyAsync(result.data_ptr(), std::move(host), nbytes);
-    }
-    return result;
-  }
 
   c10::SmallVector<std::pair<c10::StorageImpl*, c10::Storage>, 4> storages_;
   c10::SmallVector<Entry, 4> entries_;
@@ -672,21 +657,35 @@ bool shapeKey(const Plan& plan, const torch::jit::Stack& stack,
   return true;
 }
 
-void runViaOut(const c10::OperatorHandle& op, const c10::OperatorHandle& out,
+// Computes a functional call through its out= overload. `keyed_only`
+// (the emulate fallback): only when the call has a Note [Shape cache] key
+// and its Meta kernel succeeds; false, and the stack untouched, otherwise.
+bool runViaOut(const c10::OperatorHandle& op, const c10::OperatorHandle& out,
                const c10::KernelFunction* shape, const OutPlan& plan,
-               torch::jit::Stack* stack) {
+               torch::jit::Stack* stack, bool keyed_only = false) {
   const std::size_t n = plan.functional.kinds.size();
   const std::size_t base = stack->size() - n;
 
   ShapeCache::Key key;
   ShapeCache::Results shapes;
   const bool keyed = shapeKey(plan.functional, *stack, key);
+  if (keyed_only && !keyed) {
+    return false;
+  }
   if (!keyed || !plan.shapes.lookup(key, shapes)) {
     torch::jit::Stack meta = metaArguments(plan.functional, *stack);
     // A C++ shape function when there is one: the Meta key may lead to a
     // Python meta kernel, two orders of magnitude slower.
     if (shape != nullptr) {
       shape->callBoxed(op, kMetaKeys, &meta);
+    } else if (keyed_only) {
+      // A Meta kernel that fails where the CPU kernel may not (or that
+      // raises the same error) leaves the call to the CPU kernel.
+      try {
+        op.redispatchBoxed(kMetaKeys, &meta);
+      } catch (const std::exception&) {
+        return false;
+      }
     } else {
       op.redispatchBoxed(kMetaKeys, &meta);
     }
@@ -729,6 +728,7 @@ void runViaOut(const c10::OperatorHandle& op, const c10::OperatorHandle& out,
   for (at::Tensor& r : results) {
     stack->emplace_back(std::move(r));
   }
+  return true;
 }
 
 c10::OperatorHandle findAten(const std::string& full_name) {
@@ -772,6 +772,178 @@ class EmulateKernel final : public c10::OperatorKernel {
   std::unique_ptr<OutPlan> out_plan_;
 };
 
+// Note [Emulate fallback]
+// `fallback: emulate` runs every operator the backend does not register the
+// way `emulate` entries run: a functional operator with an out= overload
+// whose CPU kernel can write device memory (same arguments by name and
+// type, one Tensor out argument per result) and a Meta kernel for its
+// shapes is computed through that overload, straight into device memory;
+// any other operator runs its CPU kernel on host aliases, and new results
+// are copied to the device once. Each operator's plan is made on first use
+// and kept for the life of the process; its calls are counted for
+// fallbackCounts().
+struct FallbackPlan {
+  explicit FallbackPlan(const c10::OperatorHandle& op) : direct(op.schema()) {
+    random_without_generator =
+        !direct.has_generator &&
+        op.hasTag(at::Tag::nondeterministic_seeded);
+    out = outOverloadOf(op);
+    if (out.has_value()) {
+      via_out = std::make_unique<OutPlan>(op.schema(), out->schema());
+    }
+  }
+
+  Plan direct;
+  bool random_without_generator = false;
+  std::optional<c10::OperatorHandle> out;
+  std::unique_ptr<OutPlan> via_out;
+  std::atomic<int64_t> calls{0};
+
+ private:
+  // The out= overload that computes `op`'s results in place, if it has one
+  // the emulation can use (Note [Emulate fallback]).
+  static std::optional<c10::OperatorHandle> outOverloadOf(
+      const c10::OperatorHandle& op) {
+    const c10::FunctionSchema& f = op.schema();
+    if (f.returns().empty() || f.is_mutable() ||
+        !op.hasKernelForDispatchKey(c10::DispatchKey::Meta)) {
+      return std::nullopt;
+    }
+    for (const auto& r : f.returns()) {
+      if (r.alias_info() != nullptr ||
+          r.real_type()->kind() != c10::TypeKind::TensorType) {
+        return std::nullopt;
+      }
+    }
+    for (const c10::OperatorName& name : overloadsOf(f.name())) {
+      auto candidate = c10::Dispatcher::singleton().findOp(name);
+      if (!candidate.has_value() ||
+          !candidate->hasKernelForDispatchKey(c10::DispatchKey::CPU)) {
+        continue;
+      }
+      if (writesResultsOf(f, candidate->schema())) {
+        return candidate;
+      }
+    }
+    return std::nullopt;
+  }
+
+  // Whether `o` is the out= form of `f`: every other argument is one of
+  // f's, of the same name and type, and it writes one Tensor per result.
+  static bool writesResultsOf(const c10::FunctionSchema& f,
+                              const c10::FunctionSchema& o) {
+    std::size_t num_out = 0;
+    std::size_t num_in = 0;
+    for (const auto& arg : o.arguments()) {
+      if (arg.is_out()) {
+        if (arg.real_type()->kind() != c10::TypeKind::TensorType) {
+          return false;
+        }
+        ++num_out;
+        continue;
+      }
+      const auto index = f.argumentIndexWithName(arg.name());
+      if (!index.has_value() ||
+          *f.arguments()[*index].real_type() != *arg.real_type()) {
+        return false;
+      }
+      ++num_in;
+    }
+    return num_out > 0 && num_out == f.returns().size() &&
+           num_in == f.arguments().size();
+  }
+
+  // The overloads of operator `name` whose schema has out arguments, from
+  // an index of the dispatcher's operators made on first use.
+  static const std::vector<c10::OperatorName>& overloadsOf(
+      const std::string& name) {
+    static const auto* const index = [] {
+      auto* by_name =
+          new std::unordered_map<std::string, std::vector<c10::OperatorName>>();
+      for (const c10::OperatorName& op :
+           c10::Dispatcher::singleton().getAllOpNames()) {
+        if (op.overload_name.ends_with("out")) {
+          (*by_name)[op.name].push_back(op);
+        }
+      }
+      return by_name;
+    }();
+    static const std::vector<c10::OperatorName> kNone;
+    const auto it = index->find(name);
+    return it == index->end() ? kNone : it->second;
+  }
+};
+
+// The plans of the emulate fallback, by operator.
+class FallbackPlans {
+ public:
+  FallbackPlan& of(const c10::OperatorHandle& op) {
+    {
+      std::shared_lock<std::shared_mutex> lock(mutex_);
+      const auto it = plans_.find(op.operator_name());
+      if (it != plans_.end()) {
+        return *it->second;
+      }
+    }
+    auto plan = std::make_unique<FallbackPlan>(op);
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    auto [it, inserted] = plans_.try_emplace(op.operator_name(), nullptr);
+    if (inserted) {
+      it->second = std::move(plan);
+    }
+    return *it->second;
+  }
+
+  std::vector<std::pair<std::string, int64_t>> counts() const {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    std::vector<std::pair<std::string, int64_t>> out;
+    for (const auto& [name, plan] : plans_) {
+      out.emplace_back(c10::toString(name), plan->calls.load());
+    }
+    return out;
+  }
+
+ private:
+  mutable std::shared_mutex mutex_;
+  std::unordered_map<c10::OperatorName, std::unique_ptr<FallbackPlan>> plans_;
+};
+
+FallbackPlans& fallbackPlans() {
+  // Never destroyed: operators may still run during static destruction.
+  static auto* plans = new FallbackPlans();
+  return *plans;
+}
+
+// While a random CPU kernel without a generator argument runs for the
+// device, the CPU default generator carries the state of the device's
+// default generator, which gets the advanced state back: seeding through
+// torch.<device> drives it (Note [Device generators on CPU kernels]). The
+// CPU default generator is not locked for the call, since the kernel locks
+// it; CPU random calls on other threads meanwhile see the device's state.
+class DefaultGeneratorSwap {
+ public:
+  explicit DefaultGeneratorSwap(c10::DeviceIndex device)
+      : scope_(std::nullopt, device),
+        cpu_default_(at::detail::getDefaultCPUGenerator()) {
+    std::lock_guard<std::mutex> lock(cpu_default_.mutex());
+    saved_ = cpu_default_.get_state();
+    cpu_default_.set_state(scope_.cpu().get_state());
+  }
+  ~DefaultGeneratorSwap() {
+    std::lock_guard<std::mutex> lock(cpu_default_.mutex());
+    at::Generator stand_in = scope_.cpu();
+    stand_in.set_state(cpu_default_.get_state());
+    cpu_default_.set_state(saved_);
+  }
+  DefaultGeneratorSwap(const DefaultGeneratorSwap&) = delete;
+  DefaultGeneratorSwap& operator=(const DefaultGeneratorSwap&) = delete;
+
+ private:
+  CpuGeneratorScope scope_;
+  at::Generator cpu_default_;
+  at::Tensor saved_;
+};
+
 // Plans of operators emulated through runBoxed (kernel starters), made on
 // first use and kept for the life of the process.
 template <class T>
@@ -800,6 +972,24 @@ const T& cachedPlan(const c10::OperatorHandle& op,
 at::Tensor hostAlias(const at::Tensor& device_tensor) {
   AliasSet aliases;
   return aliases.alias(device_tensor, /*written=*/false);
+}
+
+// The one copy of the emulation: a result in fresh host memory goes to a
+// new device tensor, copied by a kernel that owns the host tensor until it
+// ran, so that nothing waits for it (the stream orders what reads it).
+at::Tensor copyToDevice(at::Tensor host, c10::Device device) {
+  if (!host.is_non_overlapping_and_dense()) {
+    host = host.contiguous();
+  }
+  c10::DeviceGuard guard(device);
+  at::Tensor result = at::empty_strided(host.sizes(), host.strides(),
+                                        host.options().device(device));
+  const std::size_t nbytes = at::detail::computeStorageNbytes(
+      host.sizes(), host.strides(), host.itemsize());
+  if (nbytes > 0) {
+    copyAsync(result.data_ptr(), std::move(host), nbytes);
+  }
+  return result;
 }
 
 at::Tensor metaTensor(const at::Tensor& t) {
@@ -865,4 +1055,27 @@ void runBoxed(const c10::OperatorHandle& op, const c10::OperatorHandle* out_op,
   }
 }
 
+std::vector<std::pair<std::string, int64_t>> fallbackCalls() {
+  return fallbackPlans().counts();
+}
+
+
 }  // namespace accgen::runtime::emulate
+
+namespace accgen::runtime {
+
+void emulateFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  emulate::FallbackPlan& plan = emulate::fallbackPlans().of(op);
+  plan.calls.fetch_add(1, std::memory_order_relaxed);
+  std::optional<emulate::DefaultGeneratorSwap> generator;
+  if (plan.random_without_generator) {
+    generator.emplace(emulate::callDevice(plan.direct, *stack));
+  }
+  if (!plan.via_out || !emulate::runViaOut(op, *plan.out, nullptr,
+                                           *plan.via_out, stack,
+                                           /*keyed_only=*/true)) {
+    emulate::runDirect(op, plan.direct, stack);
+  }
+}
+
+}  // namespace accgen::runtime

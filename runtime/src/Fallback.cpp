@@ -1,7 +1,9 @@
 // The global fallbacks of operators a backend does not register: the CPU
-// fallback (copies in and out) and the error of `fallback: error`. The
+// fallback (copies in and out), the error of `fallback: error`, and the
+// call counts of these and of the emulate fallback (Emulate.cpp). The
 // generated csrc/ops/RegisterFallback.cpp chooses between them.
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -15,8 +17,33 @@
 namespace accgen::runtime {
 namespace {
 
-// Warns once per operator when <PREFIX>_WARN_FALLBACK=1.
+// Calls of the CPU fallback, by operator.
+class CpuCalls {
+ public:
+  void add(const c10::OperatorName& op) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++calls_[c10::toString(op)];
+  }
+  std::map<std::string, int64_t> snapshot() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return calls_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, int64_t> calls_;
+};
+
+CpuCalls& cpuCalls() {
+  // Never destroyed: operators may still run during static destruction.
+  static auto* calls = new CpuCalls();
+  return *calls;
+}
+
+// Counts the call, and warns once per operator when
+// <PREFIX>_WARN_FALLBACK=1.
 void noteFallback(const c10::OperatorHandle& op) {
+  cpuCalls().add(op.operator_name());
   static const bool enabled = [] {
     const char* value =
         std::getenv((std::string(kEnvPrefix) + "_WARN_FALLBACK").c_str());
@@ -57,6 +84,17 @@ void cpuFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   emulate::HostGenerators generators;
   generators.borrow(op.schema(), *stack, deviceOfArguments(op, *stack));
   at::native::cpu_fallback(op, stack);
+}
+
+std::vector<FallbackCount> fallbackCounts() {
+  std::vector<FallbackCount> counts;
+  for (const auto& [op, calls] : cpuCalls().snapshot()) {
+    counts.push_back({op, "cpu", calls});
+  }
+  for (auto& [op, calls] : emulate::fallbackCalls()) {
+    counts.push_back({std::move(op), "emulate", calls});
+  }
+  return counts;
 }
 
 void notImplementedFallback(const c10::OperatorHandle& op,

@@ -2,11 +2,13 @@
 // Regenerate with `accgen generate`; edits here are reported, not kept.
 // clang-format off
 //
-// The `emulate` operators of accel, part 0 of 2: their
+// The `emulate` operators of accel, part 0 of 3: their
 // CPU kernels run on the device memory (accgen/runtime/Emulate.h). A functional
 // operator with a C++ meta function is computed through its out= overload
 // into results allocated with the meta shapes; every other form runs
 // directly (Note [How each emulated operator runs] in docs/operators.md).
+// The hook operators (convolution, fused attention) run the runtime's
+// emulation (accgen/runtime/HookOps.h) until the spec gives them a kernel.
 // Moving an operator to real hardware is one word in specs/operators.yaml:
 // kind emulate becomes kernel.
 #include <ATen/ops/_log_softmax_backward_data_meta_dispatch.h>
@@ -256,6 +258,8 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_log_softmax.out", emulate::direct());
   m.impl("_log_softmax_backward_data", emulate::viaOut("_log_softmax_backward_data.out", TORCH_FN(shape__log_softmax_backward_data)));
   m.impl("_log_softmax_backward_data.out", emulate::direct());
+  m.impl("_scaled_dot_product_fused_attention_overrideable", TORCH_FN(::accgen::runtime::hooks::scaledDotProductFusedAttentionOverrideable));
+  m.impl("_scaled_dot_product_fused_attention_overrideable_backward", TORCH_FN(::accgen::runtime::hooks::scaledDotProductFusedAttentionOverrideableBackward));
   m.impl("_softmax", emulate::viaOut("_softmax.out", TORCH_FN(shape__softmax)));
   m.impl("_softmax.out", emulate::direct());
   m.impl("_softmax_backward_data", emulate::viaOut("_softmax_backward_data.out", TORCH_FN(shape__softmax_backward_data)));
@@ -308,6 +312,8 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("clamp_min", emulate::viaOut("clamp_min.out", TORCH_FN(shape_clamp_min)));
   m.impl("clamp_min.out", emulate::direct());
   m.impl("clamp_min_", emulate::direct());
+  m.impl("convolution_backward_overrideable", TORCH_FN(::accgen::runtime::hooks::convolutionBackwardOverrideable));
+  m.impl("convolution_overrideable", TORCH_FN(::accgen::runtime::hooks::convolutionOverrideable));
   m.impl("cos", emulate::viaOut("cos.out", TORCH_FN(shape_cos)));
   m.impl("cos.out", emulate::direct());
   m.impl("cos_", emulate::direct());
@@ -368,10 +374,6 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("log", emulate::viaOut("log.out", TORCH_FN(shape_log)));
   m.impl("log.out", emulate::direct());
   m.impl("log1p", emulate::viaOut("log1p.out", TORCH_FN(shape_log1p)));
-  m.impl("log1p.out", emulate::direct());
-  m.impl("log1p_", emulate::direct());
-  m.impl("log_", emulate::direct());
-  m.impl("logical_and", emulate::direct());
 }
 
 }  // namespace accel::emulated

@@ -2,11 +2,13 @@
 // Regenerate with `accgen generate`; edits here are reported, not kept.
 // clang-format off
 //
-// The `emulate` operators of accel, part 1 of 2: their
+// The `emulate` operators of accel, part 1 of 3: their
 // CPU kernels run on the device memory (accgen/runtime/Emulate.h). A functional
 // operator with a C++ meta function is computed through its out= overload
 // into results allocated with the meta shapes; every other form runs
 // directly (Note [How each emulated operator runs] in docs/operators.md).
+// The hook operators (convolution, fused attention) run the runtime's
+// emulation (accgen/runtime/HookOps.h) until the spec gives them a kernel.
 // Moving an operator to real hardware is one word in specs/operators.yaml:
 // kind emulate becomes kernel.
 #include <ATen/ops/lt_meta_dispatch.h>
@@ -207,6 +209,10 @@ at::Tensor shape_threshold_backward(const at::Tensor& grad_output, const at::Ten
 }  // namespace
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("log1p.out", emulate::direct());
+  m.impl("log1p_", emulate::direct());
+  m.impl("log_", emulate::direct());
+  m.impl("logical_and", emulate::direct());
   m.impl("logical_and.out", emulate::direct());
   m.impl("logical_and_", emulate::direct());
   m.impl("logical_not", emulate::direct());
@@ -323,7 +329,6 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("var.correction", emulate::direct());
   m.impl("var.correction_out", emulate::direct());
   m.impl("where.self", emulate::direct());
-  m.impl("where.self_out", emulate::direct());
 }
 
 }  // namespace accel::emulated

@@ -2,12 +2,14 @@
 // Regenerate with `accgen generate`; edits here are reported, not kept.
 // clang-format off
 //
-// The CPU fallback of accel: the operators listed with kind `fallback`,
-// and every operator without a accel kernel (the global
-// policy `fallback: cpu`). at::native::cpu_fallback copies the
-// arguments to the CPU, runs the CPU kernel and copies the results back;
-// random operators draw from the accel generators (Note [Device
-// generators on CPU kernels] in accgen/runtime/CpuGenerator.h). Set
+// The fallbacks of accel. Operators listed with kind `fallback` run on
+// the CPU: at::native::cpu_fallback copies the arguments to the CPU, runs the
+// CPU kernel and copies the results back. Every other operator without a
+// accel kernel runs its CPU kernel on the device memory, without copies
+// (the global policy `fallback: emulate`, emulateFallback in
+// accgen/runtime/Emulate.h). Random operators draw from the accel generators
+// (Note [Device generators on CPU kernels] in accgen/runtime/CpuGenerator.h).
+// torch.accel.fallback_counts() lists what ran through a fallback; set
 // ACCEL_WARN_FALLBACK=1 to get one warning per operator that ran on the CPU.
 #include "csrc/Backend.h"
 
@@ -20,7 +22,7 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
 }
 
 ACCGEN_LIBRARY_IMPL(_, PrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&emulateFallback>());
 }
 
 }  // namespace accel::fallback

@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -37,6 +38,11 @@ namespace accgen::runtime::emulate {
 /// and storage offset; it owns nothing). Only a kernel running with access
 /// to the tensor's allocation may read or write through it.
 at::Tensor hostAlias(const at::Tensor& device_tensor);
+
+/// A device tensor on `device` holding a copy of the CPU tensor `host`,
+/// with its strides when it is dense (else contiguous): the copy runs on
+/// the current stream and owns `host` until it ran.
+at::Tensor copyToDevice(at::Tensor host, c10::Device device);
 
 /// A meta tensor with the dtype and geometry (sizes, strides, storage offset
 /// and storage size) of `t`, made without a dispatcher call: the input of a
@@ -72,6 +78,10 @@ requires c10::is_compile_time_function_pointer<FuncPtr>::value
     viaOut(const char* out_op, FuncPtr shape) {
   return viaOut(out_op, c10::KernelFunction::makeFromUnboxedFunction(shape));
 }
+
+/// How often each operator ran through the emulate fallback, by operator
+/// name ("aten::lgamma").
+std::vector<std::pair<std::string, int64_t>> fallbackCalls();
 
 /// Boxed emulation of `op` on `stack`; `out_op`, when not null, is the out=
 /// overload that computes a functional operator's results in place.
@@ -136,6 +146,25 @@ namespace accgen::runtime {
 /// device's generators. With <PREFIX>_WARN_FALLBACK=1 in the environment it
 /// warns once per operator.
 void cpuFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
+/// The emulate fallback (`fallback: emulate`, the default of `accgen init`):
+/// the operator's CPU kernel runs on the device memory, as for `emulate`
+/// entries (Note [Emulate fallback] in Emulate.cpp): arguments are viewed in
+/// place, in-place and out= results are written in place, views stay views
+/// of the device tensors, new results are computed into device memory
+/// through the operator's out= overload or copied once.
+void emulateFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
+/// One operator's calls through one of the fallbacks.
+struct FallbackCount {
+  std::string op;        ///< "aten::lgamma"
+  std::string fallback;  ///< "cpu" or "emulate"
+  int64_t calls;
+};
+
+/// Every operator that ran through the CPU or the emulate fallback in this
+/// process, and how often: what a backend still lacks kernels for.
+std::vector<FallbackCount> fallbackCounts();
 
 /// The fallback of `fallback: error`: raises NotImplementedError naming the
 /// operator and what to add to specs/operators.yaml.

@@ -1,0 +1,77 @@
+// The operators PyTorch leaves to an out-of-tree device, emulated.
+//
+// Note [Hook operators]
+// ATen routes convolution and fused attention on a PrivateUse1 device to
+// four "overrideable" operators whose default kernels only raise:
+// at::_convolution picks ConvBackend::Overrideable for any device it does
+// not know, and scaled_dot_product_attention calls the fused operator when
+// the device's choice (_fused_sdp_choice_stub) says `overrideable`. Their
+// CompositeExplicitAutograd defaults win over a backend fallback, so every
+// backend registers them: generated csrc/ops/RegisterEmulate*.cpp files
+// register the functions below unless specs/operators.yaml gives one of
+// them `kind: kernel`, and the kernel file created for it starts out
+// calling the same function. The results have the layouts the meta kernels
+// give (convolution results contiguous, attention output laid out like the
+// query), which torch.compile checks. The SDPA choice is part of the
+// runtime and registered with it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <tuple>
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/SymIntArrayRef.h>
+
+namespace accgen::runtime::hooks {
+
+/// aten::convolution_overrideable: at::convolution's CPU kernels on the
+/// device memory (1-3 spatial dimensions, transposed, grouped, dilated).
+at::Tensor convolutionOverrideable(
+    const at::Tensor& input, const at::Tensor& weight,
+    const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride,
+    c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, bool transposed,
+    c10::SymIntArrayRef output_padding, c10::SymInt groups);
+
+/// aten::convolution_backward_overrideable.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolutionBackwardOverrideable(
+    const at::Tensor& grad_output, const at::Tensor& input,
+    const at::Tensor& weight, c10::SymIntArrayRef stride,
+    c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, bool transposed,
+    c10::SymIntArrayRef output_padding, c10::SymInt groups,
+    std::array<bool, 3> output_mask);
+
+/// aten::_scaled_dot_product_fused_attention_overrideable: the CPU flash
+/// attention kernel on the device memory, for 4-D inputs.
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt,
+           c10::SymInt, at::Tensor, at::Tensor, at::Tensor>
+scaledDotProductFusedAttentionOverrideable(
+    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+    const std::optional<at::Tensor>& attn_bias, double dropout_p,
+    bool is_causal, bool return_debug_mask, std::optional<double> scale);
+
+/// aten::_scaled_dot_product_fused_attention_overrideable_backward,
+/// including the gradient of an additive mask that requires one.
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>
+scaledDotProductFusedAttentionOverrideableBackward(
+    const at::Tensor& grad_out, const at::Tensor& query, const at::Tensor& key,
+    const at::Tensor& value, const at::Tensor& attn_bias,
+    std::array<bool, 4> grad_input_mask, const at::Tensor& out,
+    const at::Tensor& logsumexp, const at::Tensor& cum_seq_q,
+    const at::Tensor& cum_seq_k, c10::SymInt max_q, c10::SymInt max_k,
+    double dropout_p, bool is_causal, const at::Tensor& philox_seed,
+    const at::Tensor& philox_offset, std::optional<double> scale);
+
+/// The device's SDPA kernel choice (_fused_sdp_choice_stub and
+/// aten::_fused_sdp_choice): `overrideable` for dense 4-D inputs of one
+/// floating dtype, without dropout or grouped heads, while the user allows
+/// it (torch.nn.attention.sdpa_kernel); `math` otherwise. It reads only
+/// metadata, so it also runs on fake tensors.
+int64_t fusedSdpChoice(const at::Tensor& query, const at::Tensor& key,
+                       const at::Tensor& value,
+                       const std::optional<at::Tensor>& attn_mask,
+                       double dropout_p, bool is_causal,
+                       std::optional<double> scale, bool enable_gqa);
+
+}  // namespace accgen::runtime::hooks

@@ -1,0 +1,304 @@
+// The operators PyTorch leaves to an out-of-tree device: convolution and
+// fused attention ("overrideable" hooks), and the device's choice of the
+// attention kernel (Note [Hook operators] in accgen/runtime/HookOps.h).
+#include "accgen/runtime/HookOps.h"
+
+#include <ATen/Context.h>
+#include <ATen/SDPBackend.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/native/transformers/attention.h>
+#include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu.h>
+#include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward.h>
+#include <ATen/ops/convolution.h>
+#include <ATen/ops/convolution_backward.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/empty_strided.h>
+#include <ATen/ops/exp.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/ones.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/SmallVector.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "accgen/runtime/Emulate.h"
+#include "accgen/runtime/Registration.h"
+#include "accgen/runtime/Runtime.h"
+
+namespace accgen::runtime::hooks {
+namespace {
+
+// The device tensors one hook reads and writes, their host aliases, and
+// the allocations its kernel may touch.
+class HostViews {
+ public:
+  at::Tensor operator()(const at::Tensor& device_tensor) {
+    if (!device_tensor.defined()) {
+      return device_tensor;
+    }
+    TORCH_CHECK(device_tensor.device().type() == kDeviceType,
+                "expected a tensor on device '", kDeviceName, "', got one on ",
+                device_tensor.device());
+    if (device_ < 0) {
+      device_ = device_tensor.device().index();
+    }
+    TORCH_CHECK(device_tensor.device().index() == device_,
+                "Expected all tensors to be on the same device, but found "
+                "at least two devices, ",
+                c10::Device(kDeviceType, device_), " and ",
+                device_tensor.device(), "!");
+    if (const void* data = device_tensor.storage().data(); data != nullptr) {
+      buffers_.push_back(data);
+    }
+    return emulate::hostAlias(device_tensor);
+  }
+  std::optional<at::Tensor> operator()(const std::optional<at::Tensor>& t) {
+    if (!t.has_value()) {
+      return std::nullopt;
+    }
+    return (*this)(*t);
+  }
+
+  // Runs `fn` as a kernel on the current stream with access to every
+  // tensor viewed so far.
+  void run(c10::function_ref<void()> fn) const {
+    emulate::runOnDevice(device_, buffers_, fn);
+  }
+
+  c10::Device device() const { return {kDeviceType, device_}; }
+
+ private:
+  c10::SmallVector<const void*, 8> buffers_;
+  c10::DeviceIndex device_ = -1;
+};
+
+std::vector<int64_t> concrete(c10::SymIntArrayRef values) {
+  return C10_AS_INTARRAYREF_SLOW(values).vec();
+}
+
+// A device tensor of `sizes` whose dimensions are laid out in the order of
+// `like`'s strides (what the meta kernels' alloc_with_matching_layout gives).
+at::Tensor emptyWithLayoutOf(const at::Tensor& like, at::IntArrayRef sizes,
+                             at::ScalarType dtype) {
+  std::vector<int64_t> order(like.dim());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return like.stride(a) > like.stride(b);
+  });
+  std::vector<int64_t> strides(sizes.size());
+  int64_t next = 1;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    strides[*it] = next;
+    next *= std::max<int64_t>(sizes[*it], 1);
+  }
+  return at::empty_strided(sizes, strides,
+                           like.options().dtype(dtype).device(like.device()));
+}
+
+}  // namespace
+
+at::Tensor convolutionOverrideable(
+    const at::Tensor& input, const at::Tensor& weight,
+    const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride,
+    c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, bool transposed,
+    c10::SymIntArrayRef output_padding, c10::SymInt groups) {
+  HostViews host;
+  const at::Tensor h_input = host(input);
+  const at::Tensor h_weight = host(weight);
+  const std::optional<at::Tensor> h_bias = host(bias);
+  at::Tensor result;
+  host.run([&] {
+    result = at::convolution(h_input, h_weight, h_bias, concrete(stride),
+                             concrete(padding), concrete(dilation), transposed,
+                             concrete(output_padding), groups.expect_int());
+  });
+  // Contiguous, as the meta kernel (and so torch.compile) expects.
+  return emulate::copyToDevice(result.contiguous(), host.device());
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolutionBackwardOverrideable(
+    const at::Tensor& grad_output, const at::Tensor& input,
+    const at::Tensor& weight, c10::SymIntArrayRef stride,
+    c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, bool transposed,
+    c10::SymIntArrayRef output_padding, c10::SymInt groups,
+    std::array<bool, 3> output_mask) {
+  HostViews host;
+  const at::Tensor h_grad = host(grad_output);
+  const at::Tensor h_input = host(input);
+  const at::Tensor h_weight = host(weight);
+  const int64_t num_groups = groups.expect_int();
+  const std::vector<int64_t> bias_sizes = {
+      weight.size(transposed ? 1 : 0) * (transposed ? num_groups : 1)};
+  std::tuple<at::Tensor, at::Tensor, at::Tensor> grads;
+  host.run([&] {
+    grads = at::convolution_backward(
+        h_grad, h_input, h_weight, bias_sizes, concrete(stride),
+        concrete(padding), concrete(dilation), transposed,
+        concrete(output_padding), num_groups, output_mask);
+  });
+  auto to_device = [&](const at::Tensor& g) {
+    return g.defined() ? emulate::copyToDevice(g.contiguous(), host.device())
+                       : g;
+  };
+  return {to_device(std::get<0>(grads)), to_device(std::get<1>(grads)),
+          to_device(std::get<2>(grads))};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt,
+           c10::SymInt, at::Tensor, at::Tensor, at::Tensor>
+scaledDotProductFusedAttentionOverrideable(
+    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+    const std::optional<at::Tensor>& attn_bias, double dropout_p,
+    bool is_causal, bool /*return_debug_mask*/, std::optional<double> scale) {
+  TORCH_CHECK(query.dim() == 4 && key.dim() == 4 && value.dim() == 4,
+              "_scaled_dot_product_fused_attention_overrideable on '",
+              kDeviceName, "' takes 4-D query, key and value, got ",
+              query.dim(), "-D, ", key.dim(), "-D and ", value.dim(), "-D");
+  c10::DeviceGuard guard(query.device());
+  const int64_t batch = query.size(0);
+  const int64_t heads = query.size(1);
+  const int64_t length_q = query.size(2);
+  const int64_t length_kv = key.size(2);
+  std::vector<int64_t> out_sizes = query.sizes().vec();
+  out_sizes.back() = value.size(-1);
+  at::Tensor out = emptyWithLayoutOf(query, out_sizes, query.scalar_type());
+  at::Tensor logsumexp = at::empty({batch, heads, length_q},
+                                   query.options().dtype(at::kFloat));
+  HostViews host;
+  const at::Tensor h_query = host(query);
+  const at::Tensor h_key = host(key);
+  const at::Tensor h_value = host(value);
+  const std::optional<at::Tensor> h_bias = host(attn_bias);
+  at::Tensor h_out = host(out);
+  at::Tensor h_logsumexp = host(logsumexp);
+  host.run([&] {
+    auto [o, lse] = at::_scaled_dot_product_flash_attention_for_cpu(
+        h_query, h_key, h_value, dropout_p, is_causal, h_bias, scale);
+    h_out.copy_(o);
+    h_logsumexp.copy_(lse);
+  });
+  const auto philox = at::empty({}, at::TensorOptions().dtype(at::kLong));
+  return {out,          logsumexp, at::Tensor(), at::Tensor(), length_q,
+          length_kv,    philox,    philox,       at::Tensor()};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>
+scaledDotProductFusedAttentionOverrideableBackward(
+    const at::Tensor& grad_out, const at::Tensor& query, const at::Tensor& key,
+    const at::Tensor& value, const at::Tensor& attn_bias,
+    std::array<bool, 4> grad_input_mask, const at::Tensor& out,
+    const at::Tensor& logsumexp, const at::Tensor& /*cum_seq_q*/,
+    const at::Tensor& /*cum_seq_k*/, c10::SymInt /*max_q*/,
+    c10::SymInt /*max_k*/, double dropout_p, bool is_causal,
+    const at::Tensor& /*philox_seed*/, const at::Tensor& /*philox_offset*/,
+    std::optional<double> scale) {
+  c10::DeviceGuard guard(query.device());
+  at::Tensor grad_query = at::empty_like(query);
+  at::Tensor grad_key = at::empty_like(key);
+  at::Tensor grad_value = at::empty_like(value);
+  at::Tensor grad_bias =
+      attn_bias.defined() ? at::empty_like(attn_bias) : at::Tensor();
+  HostViews host;
+  const at::Tensor h_grad_out = host(grad_out);
+  const at::Tensor h_query = host(query);
+  const at::Tensor h_key = host(key);
+  const at::Tensor h_value = host(value);
+  const at::Tensor h_bias = host(attn_bias);
+  const at::Tensor h_out = host(out);
+  const at::Tensor h_logsumexp = host(logsumexp);
+  at::Tensor h_grad_query = host(grad_query);
+  at::Tensor h_grad_key = host(grad_key);
+  at::Tensor h_grad_value = host(grad_value);
+  at::Tensor h_grad_bias = host(grad_bias);
+  const bool bias_grad = attn_bias.defined() && grad_input_mask[3];
+  host.run([&] {
+    std::optional<at::Tensor> mask;
+    if (h_bias.defined()) {
+      mask = h_bias;
+    }
+    auto [gq, gk, gv] = at::_scaled_dot_product_flash_attention_for_cpu_backward(
+        h_grad_out, h_query, h_key, h_value, h_out, h_logsumexp, dropout_p,
+        is_causal, mask, scale);
+    h_grad_query.copy_(gq);
+    h_grad_key.copy_(gk);
+    h_grad_value.copy_(gv);
+    if (bias_grad) {
+      // The flash kernel has no gradient for the additive mask: it is the
+      // gradient of the scores, dS = P * (dP - rowsum(dO * O)), with the
+      // probabilities P recovered from the log-sum-exp, summed to the
+      // mask's (broadcast) shape.
+      const at::Tensor q = h_query.to(at::kFloat);
+      const double factor = scale.has_value()
+                                ? *scale
+                                : 1.0 / std::sqrt(static_cast<double>(
+                                            h_query.size(-1)));
+      const at::Tensor scores =
+          at::matmul(q, h_key.to(at::kFloat).transpose(-2, -1))
+              .mul(factor)
+              .add(h_bias.to(at::kFloat));
+      const at::Tensor probs =
+          at::exp(scores.sub(h_logsumexp.unsqueeze(-1)));
+      const at::Tensor grad_o = h_grad_out.to(at::kFloat);
+      const at::Tensor grad_probs =
+          at::matmul(grad_o, h_value.to(at::kFloat).transpose(-2, -1));
+      const at::Tensor row = grad_o.mul(h_out.to(at::kFloat)).sum(-1, true);
+      h_grad_bias.copy_(
+          probs.mul(grad_probs.sub(row)).sum_to_size(h_bias.sizes()));
+    }
+  });
+  return {grad_query, grad_key, grad_value, grad_bias};
+}
+
+int64_t fusedSdpChoice(const at::Tensor& query, const at::Tensor& key,
+                       const at::Tensor& value,
+                       const std::optional<at::Tensor>& attn_mask,
+                       double dropout_p, bool /*is_causal*/,
+                       std::optional<double> /*scale*/, bool enable_gqa) {
+  // Metadata only: under torch.compile this runs on fake tensors.
+  const auto math = static_cast<int64_t>(at::SDPBackend::math);
+  if (!at::globalContext().userEnabledOverrideableSDP()) {
+    return math;
+  }
+  const bool dense = query.layout() == at::kStrided &&
+                     key.layout() == at::kStrided &&
+                     value.layout() == at::kStrided && !query.is_nested() &&
+                     !key.is_nested() && !value.is_nested();
+  const bool four_d = query.dim() == 4 && key.dim() == 4 && value.dim() == 4;
+  if (!dense || !four_d || dropout_p != 0.0) {
+    return math;
+  }
+  const auto dtype = query.scalar_type();
+  const bool floating = dtype == at::kFloat || dtype == at::kDouble ||
+                        dtype == at::kBFloat16 || dtype == at::kHalf;
+  if (!floating || key.scalar_type() != dtype ||
+      value.scalar_type() != dtype) {
+    return math;
+  }
+  // Heads of key and value shared by several query heads (GQA), and head
+  // sizes that differ, are left to the math path.
+  if (enable_gqa || query.sym_size(1) != key.sym_size(1) ||
+      key.sym_size(1) != value.sym_size(1) ||
+      query.sym_size(-1) != key.sym_size(-1) ||
+      key.sym_size(-1) != value.sym_size(-1)) {
+    return math;
+  }
+  if (attn_mask.has_value() && attn_mask->defined() &&
+      (attn_mask->dim() > 4 || (attn_mask->scalar_type() != at::kBool &&
+                                attn_mask->scalar_type() != dtype))) {
+    return math;
+  }
+  return static_cast<int64_t>(at::SDPBackend::overrideable);
+}
+
+}  // namespace accgen::runtime::hooks
+
+// The SDPA kernel choice of the device, set while the backend owns it
+// (Note [One PrivateUse1 backend per process]).
+ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  at::native::_fused_sdp_choice_stub.set_privateuse1_dispatch_ptr(
+      &accgen::runtime::hooks::fusedSdpChoice);
+  m.impl("_fused_sdp_choice", TORCH_FN(accgen::runtime::hooks::fusedSdpChoice));
+}
