@@ -73,6 +73,12 @@ const std::vector<HookOperator>& hookOperators() {
       {"_scaled_dot_product_fused_attention_overrideable_backward",
        "::accgen::runtime::hooks::"
        "scaledDotProductFusedAttentionOverrideableBackward"},
+      {"_thnn_fused_gru_cell", "::accgen::runtime::hooks::thnnFusedGruCell"},
+      {"_thnn_fused_gru_cell_backward",
+       "::accgen::runtime::hooks::thnnFusedGruCellBackward"},
+      {"_thnn_fused_lstm_cell", "::accgen::runtime::hooks::thnnFusedLstmCell"},
+      {"_thnn_fused_lstm_cell_backward_impl",
+       "::accgen::runtime::hooks::thnnFusedLstmCellBackwardImpl"},
       {"convolution_backward_overrideable",
        "::accgen::runtime::hooks::convolutionBackwardOverrideable"},
       {"convolution_overrideable",

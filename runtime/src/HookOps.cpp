@@ -13,10 +13,11 @@
 #include <ATen/ops/convolution_backward.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/cat.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/ops/zeros_like.h>
 #include <ATen/ops/exp.h>
 #include <ATen/ops/matmul.h>
-#include <ATen/ops/ones.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/SmallVector.h>
 
@@ -250,6 +251,156 @@ scaledDotProductFusedAttentionOverrideableBackward(
     }
   });
   return {grad_query, grad_key, grad_value, grad_bias};
+}
+
+namespace {
+
+// The tensors of `host_results` copied to new device tensors (undefined
+// ones stay undefined).
+template <std::size_t N>
+std::array<at::Tensor, N> toDevice(const std::array<at::Tensor, N>& host,
+                                   c10::Device device) {
+  std::array<at::Tensor, N> out;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (host[i].defined()) {
+      out[i] = emulate::copyToDevice(host[i].contiguous(), device);
+    }
+  }
+  return out;
+}
+
+at::Tensor orZeros(const at::Tensor& grad, const at::Tensor& like) {
+  return grad.defined() ? grad : at::zeros_like(like);
+}
+
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> thnnFusedLstmCell(
+    const at::Tensor& input_gates, const at::Tensor& hidden_gates,
+    const at::Tensor& cx, const std::optional<at::Tensor>& input_bias,
+    const std::optional<at::Tensor>& hidden_bias) {
+  HostViews host;
+  const at::Tensor h_input = host(input_gates);
+  const at::Tensor h_hidden = host(hidden_gates);
+  const at::Tensor h_cx = host(cx);
+  const std::optional<at::Tensor> h_input_bias = host(input_bias);
+  const std::optional<at::Tensor> h_hidden_bias = host(hidden_bias);
+  std::array<at::Tensor, 3> results;
+  host.run([&] {
+    at::Tensor gates = h_input.add(h_hidden);
+    if (h_input_bias.has_value() && h_input_bias->defined()) {
+      gates = gates.add(*h_input_bias).add(*h_hidden_bias);
+    }
+    const auto chunks = gates.chunk(4, 1);
+    const at::Tensor in = chunks[0].sigmoid();
+    const at::Tensor forget = chunks[1].sigmoid();
+    const at::Tensor cell = chunks[2].tanh();
+    const at::Tensor out = chunks[3].sigmoid();
+    const at::Tensor cy = forget.mul(h_cx).add(in.mul(cell));
+    // The workspace holds the activated gates, for the backward.
+    results = {out.mul(cy.tanh()), cy, at::cat({in, forget, cell, out}, 1)};
+  });
+  auto [hy, cy, workspace] = toDevice(results, host.device());
+  return {hy, cy, workspace};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> thnnFusedLstmCellBackwardImpl(
+    const std::optional<at::Tensor>& grad_hy,
+    const std::optional<at::Tensor>& grad_cy, const at::Tensor& cx,
+    const at::Tensor& cy, const at::Tensor& workspace, bool has_bias) {
+  HostViews host;
+  const std::optional<at::Tensor> h_grad_hy = host(grad_hy);
+  const std::optional<at::Tensor> h_grad_cy = host(grad_cy);
+  const at::Tensor h_cx = host(cx);
+  const at::Tensor h_cy = host(cy);
+  const at::Tensor h_workspace = host(workspace);
+  std::array<at::Tensor, 3> results;
+  host.run([&] {
+    const auto gates = h_workspace.chunk(4, 1);
+    const at::Tensor& in = gates[0];
+    const at::Tensor& forget = gates[1];
+    const at::Tensor& cell = gates[2];
+    const at::Tensor& out = gates[3];
+    const at::Tensor tanh_cy = h_cy.tanh();
+    const at::Tensor d_hy = orZeros(h_grad_hy.value_or(at::Tensor()), h_cy);
+    const at::Tensor d_cy =
+        orZeros(h_grad_cy.value_or(at::Tensor()), h_cy)
+            .add(d_hy.mul(out).mul(tanh_cy.mul(tanh_cy).neg().add(1)));
+    const at::Tensor d_in = d_cy.mul(cell).mul(in.mul(in.neg().add(1)));
+    const at::Tensor d_forget =
+        d_cy.mul(h_cx).mul(forget.mul(forget.neg().add(1)));
+    const at::Tensor d_cell = d_cy.mul(in).mul(cell.mul(cell).neg().add(1));
+    const at::Tensor d_out = d_hy.mul(tanh_cy).mul(out.mul(out.neg().add(1)));
+    const at::Tensor d_gates = at::cat({d_in, d_forget, d_cell, d_out}, 1);
+    results = {d_gates, d_cy.mul(forget),
+               has_bias ? d_gates.sum(0) : at::Tensor()};
+  });
+  auto [d_gates, d_cx, d_bias] = toDevice(results, host.device());
+  return {d_gates, d_cx, d_bias};
+}
+
+std::tuple<at::Tensor, at::Tensor> thnnFusedGruCell(
+    const at::Tensor& input_gates, const at::Tensor& hidden_gates,
+    const at::Tensor& hx, const std::optional<at::Tensor>& input_bias,
+    const std::optional<at::Tensor>& hidden_bias) {
+  HostViews host;
+  const at::Tensor h_input = host(input_gates);
+  const at::Tensor h_hidden = host(hidden_gates);
+  const at::Tensor h_hx = host(hx);
+  const std::optional<at::Tensor> h_input_bias = host(input_bias);
+  const std::optional<at::Tensor> h_hidden_bias = host(hidden_bias);
+  std::array<at::Tensor, 2> results;
+  host.run([&] {
+    at::Tensor input = h_input;
+    at::Tensor hidden = h_hidden;
+    if (h_input_bias.has_value() && h_input_bias->defined()) {
+      input = input.add(*h_input_bias);
+      hidden = hidden.add(*h_hidden_bias);
+    }
+    const auto i = input.chunk(3, 1);
+    const auto h = hidden.chunk(3, 1);
+    const at::Tensor reset = i[0].add(h[0]).sigmoid();
+    const at::Tensor update = i[1].add(h[1]).sigmoid();
+    const at::Tensor fresh = i[2].add(reset.mul(h[2])).tanh();
+    const at::Tensor hy = fresh.add(update.mul(h_hx.sub(fresh)));
+    // The workspace holds what the backward needs: the gates, the input
+    // state and the hidden part of the new gate.
+    results = {hy, at::cat({reset, update, fresh, h_hx, h[2]}, 1)};
+  });
+  auto [hy, workspace] = toDevice(results, host.device());
+  return {hy, workspace};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>
+thnnFusedGruCellBackward(const at::Tensor& grad_hy,
+                         const at::Tensor& workspace, bool has_bias) {
+  HostViews host;
+  const at::Tensor h_grad = host(grad_hy);
+  const at::Tensor h_workspace = host(workspace);
+  std::array<at::Tensor, 5> results;
+  host.run([&] {
+    const auto parts = h_workspace.chunk(5, 1);
+    const at::Tensor& reset = parts[0];
+    const at::Tensor& update = parts[1];
+    const at::Tensor& fresh = parts[2];
+    const at::Tensor& hx = parts[3];
+    const at::Tensor& hidden_new = parts[4];
+    const at::Tensor d_fresh = h_grad.mul(update.neg().add(1))
+                                   .mul(fresh.mul(fresh).neg().add(1));
+    const at::Tensor d_update =
+        h_grad.mul(hx.sub(fresh)).mul(update.mul(update.neg().add(1)));
+    const at::Tensor d_reset =
+        d_fresh.mul(hidden_new).mul(reset.mul(reset.neg().add(1)));
+    const at::Tensor d_input = at::cat({d_reset, d_update, d_fresh}, 1);
+    const at::Tensor d_hidden =
+        at::cat({d_reset, d_update, d_fresh.mul(reset)}, 1);
+    results = {d_input, d_hidden, h_grad.mul(update),
+               has_bias ? d_input.sum(0) : at::Tensor(),
+               has_bias ? d_hidden.sum(0) : at::Tensor()};
+  });
+  auto [d_input, d_hidden, d_hx, d_input_bias, d_hidden_bias] =
+      toDevice(results, host.device());
+  return {d_input, d_hidden, d_hx, d_input_bias, d_hidden_bias};
 }
 
 int64_t fusedSdpChoice(const at::Tensor& query, const at::Tensor& key,

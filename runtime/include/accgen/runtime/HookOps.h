@@ -6,8 +6,10 @@
 // at::_convolution picks ConvBackend::Overrideable for any device it does
 // not know, and scaled_dot_product_attention calls the fused operator when
 // the device's choice (_fused_sdp_choice_stub) says `overrideable`. Their
-// CompositeExplicitAutograd defaults win over a backend fallback, so every
-// backend registers them: generated csrc/ops/RegisterEmulate*.cpp files
+// CompositeExplicitAutograd defaults win over a backend fallback. The cells
+// of nn.LSTM and nn.GRU call the fused cell operators on a PrivateUse1
+// device as on CUDA, and those have no CPU kernel a fallback could run.
+// So every backend registers them: generated csrc/ops/RegisterEmulate*.cpp files
 // register the functions below unless specs/operators.yaml gives one of
 // them `kind: kernel`, and the kernel file created for it starts out
 // calling the same function. The results have the layouts the meta kernels
@@ -62,6 +64,33 @@ scaledDotProductFusedAttentionOverrideableBackward(
     const at::Tensor& cum_seq_k, c10::SymInt max_q, c10::SymInt max_k,
     double dropout_p, bool is_causal, const at::Tensor& philox_seed,
     const at::Tensor& philox_offset, std::optional<double> scale);
+
+/// aten::_thnn_fused_lstm_cell, which nn.LSTM's cells call on a
+/// PrivateUse1 device: (hy, cy, workspace of the activated gates).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> thnnFusedLstmCell(
+    const at::Tensor& input_gates, const at::Tensor& hidden_gates,
+    const at::Tensor& cx, const std::optional<at::Tensor>& input_bias,
+    const std::optional<at::Tensor>& hidden_bias);
+
+/// aten::_thnn_fused_lstm_cell_backward_impl: (grad of the gates, grad of
+/// cx, grad of the bias when has_bias).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> thnnFusedLstmCellBackwardImpl(
+    const std::optional<at::Tensor>& grad_hy,
+    const std::optional<at::Tensor>& grad_cy, const at::Tensor& cx,
+    const at::Tensor& cy, const at::Tensor& workspace, bool has_bias);
+
+/// aten::_thnn_fused_gru_cell, which nn.GRU's cells call on a PrivateUse1
+/// device: (hy, workspace).
+std::tuple<at::Tensor, at::Tensor> thnnFusedGruCell(
+    const at::Tensor& input_gates, const at::Tensor& hidden_gates,
+    const at::Tensor& hx, const std::optional<at::Tensor>& input_bias,
+    const std::optional<at::Tensor>& hidden_bias);
+
+/// aten::_thnn_fused_gru_cell_backward: grads of the input gates, hidden
+/// gates, hx, and of the two biases when has_bias.
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>
+thnnFusedGruCellBackward(const at::Tensor& grad_hy,
+                         const at::Tensor& workspace, bool has_bias);
 
 /// The device's SDPA kernel choice (_fused_sdp_choice_stub and
 /// aten::_fused_sdp_choice): `overrideable` for dense 4-D inputs of one
