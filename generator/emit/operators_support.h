@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -52,6 +53,10 @@ std::string callArgs(const schema::CppSignature& signature,
 /// True for a binding whose C++ type carries tensors (Tensor, Tensor?,
 /// Tensor[], Tensor?[]).
 bool isTensorLike(const schema::Binding& binding);
+
+/// A C++ string literal's contents: `"`, `\` and control characters
+/// escaped ("a\"b\n" for a"b and a newline).
+std::string cppEscape(std::string_view text);
 
 /// Sorted, de-duplicated strings as a JSON array.
 nlohmann::json sortedUnique(std::vector<std::string> values);
