@@ -253,25 +253,54 @@ void appendFallback(const model::Backend& backend,
                         {"has_aten", has_operators || has_kept}}));
 }
 
+// A banned operator's message as the lines of adjacent C++ string literals,
+// each ending where the message has a line break.
+json messageLines(std::string_view message) {
+  json lines = json::array();
+  while (!message.empty()) {
+    std::size_t end = message.find('\n');
+    end = end == std::string_view::npos ? message.size() : end + 1;
+    lines.push_back({{"text", ops::cppEscape(message.substr(0, end))},
+                     {"last", end == message.size()}});
+    message.remove_prefix(end);
+  }
+  return lines;
+}
+
 void appendAutocast(const model::Backend& backend,
                     std::vector<OutputFile>& files) {
   if (!backend.features().autocast) return;
   json rules = json::array();
   std::vector<std::string> headers;
   json appended = json::array();
+  json banned = json::array();
   for (const auto& rule : backend.autocastRules()) {
     const schema::FunctionSchema& s = rule.function->schema;
-    headers.push_back(ops::opsHeader(s));
     const bool append = rule.dtype_overload != nullptr;
-    std::string wrapper;
+    const bool ban = rule.policy == spec::CastPolicy::kBanned;
+    // The wrapper accgen writes when no c10 cast policy serves.
+    const std::string wrapper =
+        append || ban ? "autocast_" + s.name + (s.overload.empty() ? "" : "_") +
+                            s.overload
+                      : "";
+    if (ban) {
+      // A banned operator's wrapper only raises: it calls nothing and takes
+      // its arguments unnamed.
+      json data = ops::returnsData(rule.signature);
+      data.update({{"name", rule.full_name},
+                   {"wrapper", wrapper},
+                   {"param_types", rule.signature.paramTypes()},
+                   {"message", messageLines(rule.message)}});
+      banned.push_back(std::move(data));
+    } else {
+      headers.push_back(ops::opsHeader(s));
+    }
     if (append) {
       // Note [fp32_append_dtype]: torch's wrapper for this policy takes the
       // at:: function's C++ signatures; the dispatcher's, which accgen
       // derives for every operator, serve as well through at::_ops.
       const schema::FunctionSchema& target = rule.dtype_overload->schema;
       headers.push_back(ops::opsHeader(target));
-      wrapper =
-          "autocast_" + s.name + (s.overload.empty() ? "" : "_") + s.overload;
       const std::string args = ops::callArgs(rule.signature);
       appended.push_back({{"name", rule.full_name},
                           {"target_name", target.fullName()},
@@ -283,7 +312,7 @@ void appendAutocast(const model::Backend& backend,
                      {"overload", s.overload},
                      {"has_overload", !s.overload.empty()},
                      {"full_name", rule.full_name},
-                     {"append", append},
+                     {"own_wrapper", !wrapper.empty()},
                      {"wrapper", wrapper},
                      {"policy", std::string(spec::policyName(rule.policy))}});
   }
@@ -294,6 +323,7 @@ void appendAutocast(const model::Backend& backend,
       "csrc/ops/Autocast.cpp",
       {{"rules", rules},
        {"appended", appended},
+       {"banned", banned},
        {"headers", ops::sortedUnique(std::move(headers))},
        {"dtype", dtype},
        {"dtype_name", std::string(spec::dtypeName(backend.autocastDtype()))}},

@@ -212,16 +212,6 @@ std::string pascal(const std::string& name) {
   return out;
 }
 
-// A C++ string literal's contents.
-std::string cppEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
 // How an argument saved in AutogradContext::saved_data comes back as a value
 // the backward's parameter accepts.
 std::string fromIValue(const schema::Binding& b) {
@@ -291,7 +281,7 @@ json customData(const model::CustomOperator& c, const std::string& ns) {
   data.update(
       {{"full_name", c.full_name},
        {"qualified_name", c.qualified_name},
-       {"schema", cppEscape(c.schema->text)},
+       {"schema", ops::cppEscape(c.schema->text)},
        {"name", c.schema->name},
        {"overload", c.schema->overload},
        {"decl", sig.decl(c.wrapper_name)},

@@ -94,6 +94,37 @@ const char* hookFunction(const std::string& full_name) {
   return nullptr;
 }
 
+std::string cppEscape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '"':
+      case '\\':
+        out += '\\';
+        out += c;
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+          // Three octal digits: a following digit cannot extend the escape.
+          const auto u = static_cast<unsigned char>(c);
+          out += '\\';
+          out += static_cast<char>('0' + (u >> 6));
+          out += static_cast<char>('0' + ((u >> 3) & 7));
+          out += static_cast<char>('0' + (u & 7));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
 nlohmann::json sortedUnique(std::vector<std::string> values) {
   std::sort(values.begin(), values.end());
   values.erase(std::unique(values.begin(), values.end()), values.end());

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -65,6 +66,10 @@ const std::vector<HookOperator>& hookOperators();
 /// The runtime function emulating hook operator `full_name`; nullptr for
 /// any other operator.
 const char* hookFunction(const std::string& full_name);
+
+/// A C++ string literal's contents: `"`, `\` and control characters
+/// escaped ("a\"b\n" for a"b and a newline).
+std::string cppEscape(std::string_view text);
 
 /// Sorted, de-duplicated strings as a JSON array.
 nlohmann::json sortedUnique(std::vector<std::string> values);

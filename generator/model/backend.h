@@ -160,6 +160,8 @@ struct AutocastRule {
   /// fp32_append_dtype: the overload called instead, with the same
   /// arguments and a trailing `ScalarType dtype` ("norm.ScalarOpt_dtype").
   std::shared_ptr<const schema::NativeFunction> dtype_overload;
+  /// banned: the error raised under autocast.
+  std::string message;
   SourceLoc loc;
 };
 

@@ -738,6 +738,7 @@ class BackendBuilder {
       AutocastRule rule;
       rule.full_name = entry.op;
       rule.policy = entry.policy;
+      rule.message = entry.message;
       rule.function = share(*fn);
       if (dtype_overload != nullptr)
         rule.dtype_overload = share(*dtype_overload);

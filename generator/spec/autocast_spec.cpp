@@ -1,5 +1,6 @@
-// autocast.yaml: the lower-precision dtype and the operators of each c10
-// autocast cast policy.
+// autocast.yaml: the lower-precision dtype, the operators of each c10
+// autocast cast policy, and the operators autocast refuses (`banned`, each
+// with the message it raises).
 #include <map>
 
 #include "generator/spec/names.h"
@@ -11,16 +12,83 @@ namespace {
 
 const std::vector<std::string> kTopKeys = {"dtype", "policies"};
 const std::vector<std::string> kDtypes = {"float16", "bfloat16"};
-const std::vector<std::string> kPolicyKeys = {"lower_precision_fp", "fp32",
-                                              "fp32_set_opt_dtype",
-                                              "fp32_append_dtype", "promote"};
+const std::vector<std::string> kPolicyKeys = {
+    "lower_precision_fp", "fp32",    "fp32_set_opt_dtype",
+    "fp32_append_dtype",  "promote", "banned"};
+const std::vector<std::string> kBannedKeys = {"op", "message"};
 
 CastPolicy policyFromKey(std::string_view key) {
   if (key == "lower_precision_fp") return CastPolicy::kLowerPrecisionFp;
   if (key == "fp32") return CastPolicy::kFp32;
   if (key == "fp32_set_opt_dtype") return CastPolicy::kFp32SetOptDtype;
   if (key == "fp32_append_dtype") return CastPolicy::kFp32AppendDtype;
+  if (key == "banned") return CastPolicy::kBanned;
   return CastPolicy::kPromote;
+}
+
+// An operator name of `policy_key`'s list at `at`; nullopt after an error.
+std::optional<std::string> readOperatorName(YamlReader& r,
+                                            const YAML::Node& node,
+                                            const std::string& policy_key,
+                                            const SourceLoc& at) {
+  auto op = r.readString(node, "an operator name in '" + policy_key + "'", at);
+  if (!op) return std::nullopt;
+  if (!isOperatorName(*op)) {
+    r.error(at, "invalid operator name '" + *op + "'",
+            {"an operator is named 'name.overload', or 'name' for the "
+             "overload without a name: softmax.int, mm"});
+    return std::nullopt;
+  }
+  return op;
+}
+
+// One item of `banned:`, {op: NAME, message: TEXT}; nullopt after an error.
+std::optional<AutocastEntry> readBannedEntry(YamlReader& r,
+                                             const YAML::Node& item) {
+  const SourceLoc at = r.loc(item);
+  const std::string what = "a banned entry";
+  if (!item.IsMap()) {
+    r.error(
+        at,
+        "expected a map for " + what + ", got " + YamlReader::describe(item),
+        {"write an entry as {op: binary_cross_entropy, message: \"...\"}"});
+    return std::nullopt;
+  }
+  auto map = r.readMap(item, what, kBannedKeys, at);
+  if (!map) return std::nullopt;
+  AutocastEntry entry{{}, CastPolicy::kBanned, {}, at};
+  bool ok = true;
+  if (const YamlField* op = map->find("op")) {
+    auto name = readOperatorName(r, op->value, "banned",
+                                 r.valueLoc(op->key_node, op->value));
+    if (name) {
+      entry.op = *name;
+      entry.loc = r.loc(op->value);
+    }
+    ok = ok && name.has_value();
+  } else {
+    r.missingKey("op", what, at);
+    ok = false;
+  }
+  if (const YamlField* message = map->find("message")) {
+    auto text = r.fieldString(*message);
+    if (!text) {
+      ok = false;
+    } else if (text->empty()) {
+      r.error(r.valueLoc(message->key_node, message->value),
+              "empty 'message' in a banned entry",
+              {"the message is the error autocast raises: say what to use "
+               "instead"});
+      ok = false;
+    } else {
+      entry.message = std::move(*text);
+    }
+  } else {
+    r.missingKey("message", what, at);
+    ok = false;
+  }
+  if (!ok) return std::nullopt;
+  return entry;
 }
 
 }  // namespace
@@ -41,6 +109,8 @@ std::string_view policyName(CastPolicy policy) {
       return "fp32_append_dtype";
     case CastPolicy::kPromote:
       return "promote";
+    case CastPolicy::kBanned:
+      return "banned";
   }
   return "?";
 }
@@ -85,25 +155,27 @@ std::optional<AutocastSpec> parseAutocastSpec(std::string_view text,
       for (const auto& f : policy_map->fields()) {
         if (f.value.IsNull()) continue;
         if (!f.value.IsSequence()) {
-          r.error(r.loc(f.value),
-                  "expected a sequence of operator names for '" + f.key +
-                      "', got " + YamlReader::describe(f.value),
-                  {"write " + f.key + ": [mm, addmm]"});
+          const bool banned = f.key == "banned";
+          r.error(
+              r.loc(f.value),
+              "expected a sequence of " +
+                  std::string(banned ? "banned entries" : "operator names") +
+                  " for '" + f.key + "', got " + YamlReader::describe(f.value),
+              {banned ? "write banned: [{op: binary_cross_entropy, "
+                        "message: \"...\"}]"
+                      : "write " + f.key + ": [mm, addmm]"});
           continue;
         }
         CastPolicy policy = policyFromKey(f.key);
         for (const auto& item : f.value) {
-          SourceLoc at = r.loc(item);
-          auto op =
-              r.readString(item, "an operator name in '" + f.key + "'", at);
-          if (!op) continue;
-          if (!isOperatorName(*op)) {
-            r.error(at, "invalid operator name '" + *op + "'",
-                    {"an operator is named 'name.overload', or 'name' for "
-                     "the overload without a name: softmax.int, mm"});
+          if (policy == CastPolicy::kBanned) {
+            if (auto entry = readBannedEntry(r, item))
+              spec.entries.push_back(std::move(*entry));
             continue;
           }
-          spec.entries.push_back(AutocastEntry{*op, policy, at});
+          SourceLoc at = r.loc(item);
+          if (auto op = readOperatorName(r, item, f.key, at))
+            spec.entries.push_back(AutocastEntry{*op, policy, {}, at});
         }
       }
     }
@@ -119,7 +191,7 @@ std::optional<AutocastSpec> parseAutocastSpec(std::string_view text,
                 "operator '" + e.op + "' is listed twice in autocast.yaml",
                 {"first listed under '" + std::string(policyName(prev.policy)) +
                      "' at " + prev.loc.str(),
-                 "an operator has one cast policy"});
+                 "an operator has one cast policy (or is banned)"});
         continue;
       }
       unique.push_back(std::move(e));

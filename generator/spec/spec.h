@@ -79,17 +79,20 @@ enum class AutocastDtype { kFloat16, kBFloat16 };
 /// "float16", "bfloat16".
 std::string_view dtypeName(AutocastDtype dtype);
 
-/// c10's at::autocast::CastPolicy, one per `policies:` key.
+/// One per `policies:` key: c10's at::autocast::CastPolicy, and `banned`.
 enum class CastPolicy {
   kLowerPrecisionFp,
   kFp32,
   kFp32SetOptDtype,
   kFp32AppendDtype,
   kPromote,
+  /// Not a c10 policy: the operator raises an error under autocast (CUDA's
+  /// binary_cross_entropy).
+  kBanned,
 };
 
 /// The spelling in autocast.yaml and in c10: "lower_precision_fp", "fp32",
-/// "fp32_set_opt_dtype", "fp32_append_dtype", "promote".
+/// "fp32_set_opt_dtype", "fp32_append_dtype", "promote"; "banned".
 std::string_view policyName(CastPolicy policy);
 
 /// `features:` of backend.yaml.
@@ -179,6 +182,8 @@ struct AutocastEntry {
   /// "mm", "softmax.int".
   std::string op;
   CastPolicy policy = CastPolicy::kFp32;
+  /// kBanned: the error message raised under autocast.
+  std::string message;
   SourceLoc loc;
 };
 

@@ -264,6 +264,36 @@ TEST_F(OperatorFiles, KernelGroupsDeriveFromTheirPrimary) {
                   "return emulate::call<at::_ops::mm>(self, mat2);"));
 }
 
+TEST_F(OperatorFiles, BannedOperatorsRaiseTheirMessage) {
+  const auto files =
+      rendered(backend(kEveryKind, "device: accel\n",
+                       "policies:\n"
+                       "  fp32: [exp]\n"
+                       "  banned:\n"
+                       "    - op: binary_cross_entropy\n"
+                       "      message: |-\n"
+                       "        unsafe to \"autocast\" \\ here.\n"
+                       "        Use binary_cross_entropy_with_logits.\n"));
+  const std::string& autocast = files.at("csrc/ops/Autocast.cpp");
+  EXPECT_TRUE(has(autocast,
+                  "// binary_cross_entropy (banned): refused under autocast.\n"
+                  "at::Tensor autocast_binary_cross_entropy(const at::Tensor&, "
+                  "const at::Tensor&, const ::std::optional<at::Tensor>&, "
+                  "int64_t) {\n"
+                  "  TORCH_CHECK(\n"
+                  "      false,\n"
+                  "      \"unsafe to \\\"autocast\\\" \\\\ here.\\n\"\n"
+                  "      \"Use binary_cross_entropy_with_logits.\");\n"
+                  "}\n"))
+      << autocast;
+  EXPECT_TRUE(has(autocast,
+                  "  m.impl(\"binary_cross_entropy\", "
+                  "TORCH_FN(autocast_binary_cross_entropy));\n"));
+  EXPECT_TRUE(has(autocast, "KERNEL_PRIVATEUSEONE(exp, fp32)"));
+  // A banned operator calls nothing: no header of its own.
+  EXPECT_FALSE(has(autocast, "binary_cross_entropy_ops.h"));
+}
+
 TEST_F(OperatorFiles, StubsCustomOperatorsAutocastAndFallback) {
   const auto files = rendered(backend(kEveryKind));
   const std::string& stubs = files.at("csrc/ops/RegisterStubs.cpp");

@@ -560,7 +560,40 @@ TEST(AutocastSpec, OnePolicyPerOperator) {
   EXPECT_EQ(printed(diags),
             "a:3:18: error: operator 'mm' is listed twice in autocast.yaml\n"
             "note: first listed under 'fp32' at a:2:10\n"
-            "note: an operator has one cast policy\n");
+            "note: an operator has one cast policy (or is banned)\n");
+}
+
+TEST(AutocastSpec, BannedOperatorsCarryTheirMessage) {
+  DiagnosticEngine diags;
+  auto spec = parseAutocastSpec(
+      "policies:\n"
+      "  fp32: [exp]\n"
+      "  banned:\n"
+      "    - op: binary_cross_entropy\n"
+      "      message: |-\n"
+      "        unsafe to autocast.\n"
+      "        Use \"binary_cross_entropy_with_logits\".\n",
+      "a", diags);
+  ASSERT_TRUE(spec) << printed(diags);
+  ASSERT_EQ(spec->entries.size(), 2u);
+  const AutocastEntry& banned = spec->entries[1];
+  EXPECT_EQ(banned.op, "binary_cross_entropy");
+  EXPECT_EQ(banned.policy, CastPolicy::kBanned);
+  EXPECT_EQ(banned.message,
+            "unsafe to autocast.\nUse \"binary_cross_entropy_with_logits\".");
+  EXPECT_EQ(banned.loc.str(), "a:4:11");
+}
+
+TEST(AutocastSpec, ABannedOperatorHasNoCastPolicy) {
+  DiagnosticEngine diags;
+  EXPECT_FALSE(
+      parseAutocastSpec("policies:\n  fp32: [exp]\n  banned:\n"
+                        "    - {op: exp, message: no}\n",
+                        "a", diags));
+  EXPECT_EQ(printed(diags),
+            "a:4:12: error: operator 'exp' is listed twice in autocast.yaml\n"
+            "note: first listed under 'fp32' at a:2:10\n"
+            "note: an operator has one cast policy (or is banned)\n");
 }
 
 TEST(AutocastSpec, Rules) {
@@ -581,6 +614,21 @@ TEST(AutocastSpec, Rules) {
       {"policies:\n  fp32: [[mm]]\n",
        "expected a string for an operator name in 'fp32', got a sequence"},
       {"policies: [fp32]\n", "expected a map for 'policies', got a sequence"},
+      {"policies:\n  banned: [binary_cross_entropy]\n",
+       "expected a map for a banned entry, got a string "
+       "('binary_cross_entropy')"},
+      {"policies:\n  banned: {op: mm}\n",
+       "expected a sequence of banned entries for 'banned', got a map"},
+      {"policies:\n  banned: [{op: mm}]\n",
+       "missing required key 'message' in a banned entry"},
+      {"policies:\n  banned: [{message: no}]\n",
+       "missing required key 'op' in a banned entry"},
+      {"policies:\n  banned: [{op: mm, message: \"\"}]\n",
+       "empty 'message' in a banned entry"},
+      {"policies:\n  banned: [{op: mm, message: no, why: x}]\n",
+       "unknown key 'why' in a banned entry"},
+      {"policies:\n  banned: [{op: aten::mm, message: no}]\n",
+       "invalid operator name 'aten::mm'"},
   };
   for (const auto& c : cases) {
     DiagnosticEngine diags;
@@ -596,6 +644,7 @@ TEST(AutocastSpec, PolicyNamesMatchC10) {
   EXPECT_EQ(policyName(CastPolicy::kFp32SetOptDtype), "fp32_set_opt_dtype");
   EXPECT_EQ(policyName(CastPolicy::kFp32AppendDtype), "fp32_append_dtype");
   EXPECT_EQ(policyName(CastPolicy::kPromote), "promote");
+  EXPECT_EQ(policyName(CastPolicy::kBanned), "banned");
 }
 
 // ---------------------------------------------------------------------------

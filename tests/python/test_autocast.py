@@ -55,15 +55,30 @@ def test_explicit_dtype_and_disabled_region(device, low):
         assert torch.mm(a, a).dtype == torch.float32
 
 
+def listed(policy, op):
+    if op not in (POLICIES.get(policy) or []):
+        pytest.skip(f"{op} is not {policy} in this spec")
+
+
 def test_fp32_ops_run_in_float32(device, low):
-    fp32 = POLICIES.get("fp32") or []
-    if "softmax.int" not in fp32:
-        pytest.skip("softmax is not fp32 in this spec")
+    listed("fp32", "exp")
+    x = torch.randn(3, 5, device=device, dtype=low)
+    with torch.autocast(device):
+        got = torch.exp(x)
+        # An operator without a rule keeps its input dtype.
+        assert (x + x).dtype == low
+    assert got.dtype == torch.float32 and got.device.type == device
+    torch.testing.assert_close(got.cpu(), torch.exp(x.cpu().float()))
+    assert torch.exp(x).dtype == low
+
+
+def test_fp32_set_opt_dtype_sets_the_dtype_argument(device, low):
+    listed("fp32_set_opt_dtype", "softmax.int")
     x = torch.randn(3, 5, device=device, dtype=low)
     with torch.autocast(device):
         assert torch.softmax(x, 1).dtype == torch.float32
-        # An operator without a rule keeps its input dtype.
-        assert (x + x).dtype == low
+        # A dtype given by the caller stays.
+        assert torch.softmax(x, 1, dtype=torch.float64).dtype == torch.float64
 
 
 def test_fp32_append_dtype_calls_the_dtype_overload(device, low):
@@ -88,12 +103,35 @@ def test_fp32_append_dtype_calls_the_dtype_overload(device, low):
 
 
 def test_promote_ops_widen(device, low):
-    if "cat" not in (POLICIES.get("promote") or []):
-        pytest.skip("cat is not promote in this spec")
+    listed("promote", "addcmul")
     a = torch.randn(2, 3, device=device, dtype=low)
     b = torch.randn(2, 3, device=device)
     with torch.autocast(device):
-        assert torch.cat([a, b]).dtype == torch.float32
+        got = torch.addcmul(a, a, b)
+        assert torch.addcmul(a, a, a).dtype == low
+    assert got.dtype == torch.float32 and got.device.type == device
+    want = torch.addcmul(a.cpu().float(), a.cpu().float(), b.cpu())
+    torch.testing.assert_close(got.cpu(), want)
+
+
+def test_banned_op_raises_its_message(device, low):
+    banned = {e["op"]: e["message"] for e in POLICIES.get("banned") or []}
+    if "binary_cross_entropy" not in banned:
+        pytest.skip("binary_cross_entropy is not banned in this spec")
+    p = torch.rand(4, device=device)
+    t = torch.rand(4, device=device)
+    with torch.autocast(device):
+        with pytest.raises(RuntimeError) as raised:
+            torch.nn.functional.binary_cross_entropy(p, t)
+        # The safe alternative the message names runs, in float32.
+        logits = torch.nn.functional.binary_cross_entropy_with_logits(p, t)
+    assert banned["binary_cross_entropy"] in str(raised.value)
+    assert "BCEWithLogitsLoss" in str(raised.value)
+    assert logits.dtype == torch.float32
+    # Outside autocast the operator runs.
+    torch.testing.assert_close(
+        torch.nn.functional.binary_cross_entropy(p, t).cpu(),
+        torch.nn.functional.binary_cross_entropy(p.cpu(), t.cpu()))
 
 
 def test_autocast_backward(device, low):

@@ -4,36 +4,122 @@
 //
 // Autocast for accel: inside torch.autocast("accel"), the operators of
 // specs/autocast.yaml cast their floating-point arguments by their policy
-// (lower_precision_fp casts to float16); every other operator falls
-// through to the next key. torch.autocast("accel") without a dtype uses
-// float16: loading the module makes it the default of the loading thread
-// (torch keeps the autocast dtype per thread).
+// (lower_precision_fp casts to float16), the banned ones raise their
+// message, and every other operator falls through to the next key.
+// torch.autocast("accel") without a dtype uses float16: loading the
+// module makes it the default of the loading thread (torch keeps the autocast
+// dtype per thread).
 #include <ATen/autocast_mode.h>
+#include <ATen/ops/_convolution_ops.h>
+#include <ATen/ops/_scaled_dot_product_flash_attention_ops.h>
+#include <ATen/ops/_thnn_fused_gru_cell_ops.h>
+#include <ATen/ops/_thnn_fused_lstm_cell_ops.h>
+#include <ATen/ops/_upsample_bicubic2d_aa_ops.h>
+#include <ATen/ops/_upsample_bilinear2d_aa_ops.h>
+#include <ATen/ops/_upsample_nearest_exact1d_ops.h>
+#include <ATen/ops/_upsample_nearest_exact2d_ops.h>
+#include <ATen/ops/_upsample_nearest_exact3d_ops.h>
+#include <ATen/ops/acos_ops.h>
 #include <ATen/ops/addbmm_ops.h>
 #include <ATen/ops/addcdiv_ops.h>
 #include <ATen/ops/addcmul_ops.h>
 #include <ATen/ops/addmm_ops.h>
+#include <ATen/ops/addmv_ops.h>
+#include <ATen/ops/addr_ops.h>
+#include <ATen/ops/asin_ops.h>
+#include <ATen/ops/atan2_ops.h>
 #include <ATen/ops/baddbmm_ops.h>
+#include <ATen/ops/bilinear_ops.h>
+#include <ATen/ops/binary_cross_entropy_with_logits_ops.h>
 #include <ATen/ops/bmm_ops.h>
-#include <ATen/ops/cat_ops.h>
+#include <ATen/ops/cdist_ops.h>
+#include <ATen/ops/chain_matmul_ops.h>
+#include <ATen/ops/conv1d_ops.h>
+#include <ATen/ops/conv2d_ops.h>
+#include <ATen/ops/conv3d_ops.h>
+#include <ATen/ops/conv_tbc_ops.h>
+#include <ATen/ops/conv_transpose1d_ops.h>
+#include <ATen/ops/conv_transpose2d_ops.h>
+#include <ATen/ops/conv_transpose3d_ops.h>
+#include <ATen/ops/convolution_ops.h>
+#include <ATen/ops/cosh_ops.h>
+#include <ATen/ops/cosine_embedding_loss_ops.h>
+#include <ATen/ops/cosine_similarity_ops.h>
+#include <ATen/ops/cross_ops.h>
+#include <ATen/ops/cudnn_convolution_ops.h>
+#include <ATen/ops/cudnn_convolution_transpose_ops.h>
+#include <ATen/ops/cumprod_ops.h>
 #include <ATen/ops/cumsum_ops.h>
+#include <ATen/ops/dist_ops.h>
 #include <ATen/ops/dot_ops.h>
+#include <ATen/ops/einsum_ops.h>
+#include <ATen/ops/erfinv_ops.h>
 #include <ATen/ops/exp_ops.h>
+#include <ATen/ops/expm1_ops.h>
+#include <ATen/ops/frobenius_norm_ops.h>
+#include <ATen/ops/grid_sampler_ops.h>
+#include <ATen/ops/group_norm_ops.h>
+#include <ATen/ops/gru_cell_ops.h>
+#include <ATen/ops/hinge_embedding_loss_ops.h>
+#include <ATen/ops/huber_loss_ops.h>
+#include <ATen/ops/index_put_ops.h>
+#include <ATen/ops/kl_div_ops.h>
+#include <ATen/ops/l1_loss_ops.h>
+#include <ATen/ops/layer_norm_ops.h>
+#include <ATen/ops/linalg_matrix_norm_ops.h>
+#include <ATen/ops/linalg_multi_dot_ops.h>
+#include <ATen/ops/linalg_vecdot_ops.h>
+#include <ATen/ops/linalg_vector_norm_ops.h>
 #include <ATen/ops/linear_ops.h>
+#include <ATen/ops/log10_ops.h>
+#include <ATen/ops/log1p_ops.h>
+#include <ATen/ops/log2_ops.h>
 #include <ATen/ops/log_ops.h>
 #include <ATen/ops/log_softmax_ops.h>
+#include <ATen/ops/logsumexp_ops.h>
+#include <ATen/ops/lstm_cell_ops.h>
+#include <ATen/ops/margin_ranking_loss_ops.h>
 #include <ATen/ops/matmul_ops.h>
 #include <ATen/ops/mm_ops.h>
 #include <ATen/ops/mse_loss_ops.h>
+#include <ATen/ops/multi_margin_loss_ops.h>
+#include <ATen/ops/multilabel_margin_loss_ops.h>
 #include <ATen/ops/mv_ops.h>
+#include <ATen/ops/native_layer_norm_ops.h>
+#include <ATen/ops/nll_loss2d_ops.h>
 #include <ATen/ops/nll_loss_ops.h>
 #include <ATen/ops/norm_ops.h>
+#include <ATen/ops/nuclear_norm_ops.h>
+#include <ATen/ops/pdist_ops.h>
+#include <ATen/ops/poisson_nll_loss_ops.h>
 #include <ATen/ops/pow_ops.h>
+#include <ATen/ops/prelu_ops.h>
 #include <ATen/ops/prod_ops.h>
+#include <ATen/ops/reciprocal_ops.h>
+#include <ATen/ops/renorm_ops.h>
+#include <ATen/ops/rms_norm_ops.h>
+#include <ATen/ops/rnn_relu_cell_ops.h>
+#include <ATen/ops/rnn_tanh_cell_ops.h>
+#include <ATen/ops/rsqrt_ops.h>
+#include <ATen/ops/scaled_dot_product_attention_ops.h>
+#include <ATen/ops/scatter_add_ops.h>
+#include <ATen/ops/sinh_ops.h>
+#include <ATen/ops/smooth_l1_loss_ops.h>
+#include <ATen/ops/soft_margin_loss_ops.h>
 #include <ATen/ops/softmax_ops.h>
-#include <ATen/ops/stack_ops.h>
+#include <ATen/ops/softplus_ops.h>
 #include <ATen/ops/sum_ops.h>
-#include <ATen/ops/where_ops.h>
+#include <ATen/ops/tan_ops.h>
+#include <ATen/ops/tensordot_ops.h>
+#include <ATen/ops/triplet_margin_loss_ops.h>
+#include <ATen/ops/upsample_bicubic2d_ops.h>
+#include <ATen/ops/upsample_bilinear2d_ops.h>
+#include <ATen/ops/upsample_linear1d_ops.h>
+#include <ATen/ops/upsample_nearest1d_ops.h>
+#include <ATen/ops/upsample_nearest2d_ops.h>
+#include <ATen/ops/upsample_nearest3d_ops.h>
+#include <ATen/ops/upsample_trilinear3d_ops.h>
+#include <ATen/ops/vdot_ops.h>
 #include "csrc/Backend.h"
 
 namespace accel::autocast_rules {
@@ -64,6 +150,16 @@ at::Tensor autocast_norm_ScalarOpt_dim(const at::Tensor& self, const ::std::opti
   return at::_ops::norm_ScalarOpt_dim_dtype::call(self, p, dim, keepdim, dtype);
 }
 
+// binary_cross_entropy (banned): refused under autocast.
+at::Tensor autocast_binary_cross_entropy(const at::Tensor&, const at::Tensor&, const ::std::optional<at::Tensor>&, int64_t) {
+  TORCH_CHECK(
+      false,
+      "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
+      "Models often apply a sigmoid right before this loss; combine the two with\n"
+      "torch.nn.functional.binary_cross_entropy_with_logits or torch.nn.BCEWithLogitsLoss,\n"
+      "which are safe to autocast.");
+}
+
 }  // namespace
 
 ACCGEN_LIBRARY_IMPL(_, AutocastPrivateUse1, m) {
@@ -71,32 +167,125 @@ ACCGEN_LIBRARY_IMPL(_, AutocastPrivateUse1, m) {
 }
 
 ACCGEN_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
+  KERNEL_PRIVATEUSEONE(_convolution, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(_convolution, deprecated, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(_scaled_dot_product_flash_attention, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(_thnn_fused_gru_cell, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(_thnn_fused_lstm_cell, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(_upsample_bicubic2d_aa, fp32)
+  KERNEL_PRIVATEUSEONE(_upsample_bilinear2d_aa, fp32)
+  KERNEL_PRIVATEUSEONE(_upsample_nearest_exact1d, fp32)
+  KERNEL_PRIVATEUSEONE(_upsample_nearest_exact2d, fp32)
+  KERNEL_PRIVATEUSEONE(_upsample_nearest_exact3d, fp32)
+  KERNEL_PRIVATEUSEONE(acos, fp32)
   KERNEL_PRIVATEUSEONE(addbmm, lower_precision_fp)
   KERNEL_PRIVATEUSEONE(addcdiv, promote)
   KERNEL_PRIVATEUSEONE(addcmul, promote)
   KERNEL_PRIVATEUSEONE(addmm, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(addmv, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(addr, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(asin, fp32)
+  KERNEL_PRIVATEUSEONE(atan2, promote)
   KERNEL_PRIVATEUSEONE(baddbmm, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(bilinear, promote)
+  m.impl("binary_cross_entropy", TORCH_FN(autocast_binary_cross_entropy));
+  KERNEL_PRIVATEUSEONE(binary_cross_entropy_with_logits, fp32)
   KERNEL_PRIVATEUSEONE(bmm, lower_precision_fp)
-  KERNEL_PRIVATEUSEONE(cat, promote)
-  KERNEL_PRIVATEUSEONE(cumsum, fp32)
-  KERNEL_PRIVATEUSEONE(dot, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(cdist, fp32)
+  KERNEL_PRIVATEUSEONE(chain_matmul, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(conv1d, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(conv2d, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(conv3d, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(conv_tbc, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(conv_transpose1d, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(conv_transpose2d, input, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(conv_transpose3d, input, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(convolution, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(cosh, fp32)
+  KERNEL_PRIVATEUSEONE(cosine_embedding_loss, fp32)
+  KERNEL_PRIVATEUSEONE(cosine_similarity, fp32)
+  KERNEL_PRIVATEUSEONE(cross, promote)
+  KERNEL_PRIVATEUSEONE(cudnn_convolution, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(cudnn_convolution_transpose, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(cumprod, fp32_set_opt_dtype)
+  KERNEL_PRIVATEUSEONE(cumsum, fp32_set_opt_dtype)
+  KERNEL_PRIVATEUSEONE(dist, fp32)
+  KERNEL_PRIVATEUSEONE(dot, promote)
+  KERNEL_PRIVATEUSEONE(einsum, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(erfinv, fp32)
   KERNEL_PRIVATEUSEONE(exp, fp32)
+  KERNEL_PRIVATEUSEONE(expm1, fp32)
+  KERNEL_PRIVATEUSEONE(frobenius_norm, dim, fp32)
+  KERNEL_PRIVATEUSEONE(grid_sampler, promote)
+  KERNEL_PRIVATEUSEONE(group_norm, fp32)
+  KERNEL_PRIVATEUSEONE(gru_cell, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(hinge_embedding_loss, fp32)
+  KERNEL_PRIVATEUSEONE(huber_loss, fp32)
+  KERNEL_PRIVATEUSEONE(index_put, promote)
+  KERNEL_PRIVATEUSEONE(kl_div, fp32)
+  KERNEL_PRIVATEUSEONE(l1_loss, fp32)
+  KERNEL_PRIVATEUSEONE(layer_norm, fp32)
+  KERNEL_PRIVATEUSEONE(linalg_matrix_norm, fp32_set_opt_dtype)
+  KERNEL_PRIVATEUSEONE(linalg_matrix_norm, str_ord, fp32_set_opt_dtype)
+  KERNEL_PRIVATEUSEONE(linalg_multi_dot, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(linalg_vecdot, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(linalg_vector_norm, fp32_set_opt_dtype)
   KERNEL_PRIVATEUSEONE(linear, lower_precision_fp)
   KERNEL_PRIVATEUSEONE(log, fp32)
-  KERNEL_PRIVATEUSEONE(log_softmax, int, fp32)
+  KERNEL_PRIVATEUSEONE(log10, fp32)
+  KERNEL_PRIVATEUSEONE(log1p, fp32)
+  KERNEL_PRIVATEUSEONE(log2, fp32)
+  KERNEL_PRIVATEUSEONE(log_softmax, int, fp32_set_opt_dtype)
+  KERNEL_PRIVATEUSEONE(logsumexp, fp32)
+  KERNEL_PRIVATEUSEONE(lstm_cell, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(margin_ranking_loss, fp32)
   KERNEL_PRIVATEUSEONE(matmul, lower_precision_fp)
   KERNEL_PRIVATEUSEONE(mm, lower_precision_fp)
   KERNEL_PRIVATEUSEONE(mse_loss, fp32)
+  KERNEL_PRIVATEUSEONE(multi_margin_loss, fp32)
+  KERNEL_PRIVATEUSEONE(multilabel_margin_loss, fp32)
   KERNEL_PRIVATEUSEONE(mv, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(native_layer_norm, fp32)
   KERNEL_PRIVATEUSEONE(nll_loss, fp32)
+  KERNEL_PRIVATEUSEONE(nll_loss2d, fp32)
   m.impl("norm.Scalar", TORCH_FN(autocast_norm_Scalar));
   m.impl("norm.ScalarOpt_dim", TORCH_FN(autocast_norm_ScalarOpt_dim));
+  KERNEL_PRIVATEUSEONE(nuclear_norm, fp32)
+  KERNEL_PRIVATEUSEONE(nuclear_norm, dim, fp32)
+  KERNEL_PRIVATEUSEONE(pdist, fp32)
+  KERNEL_PRIVATEUSEONE(poisson_nll_loss, fp32)
+  KERNEL_PRIVATEUSEONE(pow, Scalar, fp32)
   KERNEL_PRIVATEUSEONE(pow, Tensor_Scalar, fp32)
-  KERNEL_PRIVATEUSEONE(prod, fp32)
-  KERNEL_PRIVATEUSEONE(softmax, int, fp32)
-  KERNEL_PRIVATEUSEONE(stack, promote)
-  KERNEL_PRIVATEUSEONE(sum, fp32)
-  KERNEL_PRIVATEUSEONE(where, self, promote)
+  KERNEL_PRIVATEUSEONE(pow, Tensor_Tensor, fp32)
+  KERNEL_PRIVATEUSEONE(prelu, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(prod, fp32_set_opt_dtype)
+  KERNEL_PRIVATEUSEONE(prod, dim_int, fp32_set_opt_dtype)
+  KERNEL_PRIVATEUSEONE(reciprocal, fp32)
+  KERNEL_PRIVATEUSEONE(renorm, fp32)
+  KERNEL_PRIVATEUSEONE(rms_norm, fp32)
+  KERNEL_PRIVATEUSEONE(rnn_relu_cell, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(rnn_tanh_cell, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(rsqrt, fp32)
+  KERNEL_PRIVATEUSEONE(scaled_dot_product_attention, lower_precision_fp)
+  KERNEL_PRIVATEUSEONE(scatter_add, promote)
+  KERNEL_PRIVATEUSEONE(sinh, fp32)
+  KERNEL_PRIVATEUSEONE(smooth_l1_loss, fp32)
+  KERNEL_PRIVATEUSEONE(soft_margin_loss, fp32)
+  KERNEL_PRIVATEUSEONE(softmax, int, fp32_set_opt_dtype)
+  KERNEL_PRIVATEUSEONE(softplus, fp32)
+  KERNEL_PRIVATEUSEONE(sum, fp32_set_opt_dtype)
+  KERNEL_PRIVATEUSEONE(sum, dim_IntList, fp32_set_opt_dtype)
+  KERNEL_PRIVATEUSEONE(tan, fp32)
+  KERNEL_PRIVATEUSEONE(tensordot, promote)
+  KERNEL_PRIVATEUSEONE(triplet_margin_loss, fp32)
+  KERNEL_PRIVATEUSEONE(upsample_bicubic2d, fp32)
+  KERNEL_PRIVATEUSEONE(upsample_bilinear2d, fp32)
+  KERNEL_PRIVATEUSEONE(upsample_linear1d, fp32)
+  KERNEL_PRIVATEUSEONE(upsample_nearest1d, fp32)
+  KERNEL_PRIVATEUSEONE(upsample_nearest2d, fp32)
+  KERNEL_PRIVATEUSEONE(upsample_nearest3d, fp32)
+  KERNEL_PRIVATEUSEONE(upsample_trilinear3d, fp32)
+  KERNEL_PRIVATEUSEONE(vdot, promote)
 }
 
 }  // namespace accel::autocast_rules

@@ -43,8 +43,6 @@
 #include <ATen/ops/gt_meta_dispatch.h>
 #include <ATen/ops/le_meta_dispatch.h>
 #include <ATen/ops/lerp_meta_dispatch.h>
-#include <ATen/ops/log1p_meta_dispatch.h>
-#include <ATen/ops/log_meta_dispatch.h>
 #include "csrc/Backend.h"
 
 namespace accel::emulated {
@@ -241,16 +239,6 @@ at::Tensor shape_lerp_Scalar(const at::Tensor& self, const at::Tensor& end, cons
   return at::meta::lerp(self, end, weight);
 }
 
-// The results of log as meta tensors.
-at::Tensor shape_log(const at::Tensor& self) {
-  return at::meta::log(self);
-}
-
-// The results of log1p as meta tensors.
-at::Tensor shape_log1p(const at::Tensor& self) {
-  return at::meta::log1p(self);
-}
-
 }  // namespace
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -264,6 +252,10 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_softmax.out", emulate::direct());
   m.impl("_softmax_backward_data", emulate::viaOut("_softmax_backward_data.out", TORCH_FN(shape__softmax_backward_data)));
   m.impl("_softmax_backward_data.out", emulate::direct());
+  m.impl("_thnn_fused_gru_cell", TORCH_FN(::accgen::runtime::hooks::thnnFusedGruCell));
+  m.impl("_thnn_fused_gru_cell_backward", TORCH_FN(::accgen::runtime::hooks::thnnFusedGruCellBackward));
+  m.impl("_thnn_fused_lstm_cell", TORCH_FN(::accgen::runtime::hooks::thnnFusedLstmCell));
+  m.impl("_thnn_fused_lstm_cell_backward_impl", TORCH_FN(::accgen::runtime::hooks::thnnFusedLstmCellBackwardImpl));
   m.impl("_unique2", emulate::direct());
   m.impl("addcdiv", emulate::viaOut("addcdiv.out", TORCH_FN(shape_addcdiv)));
   m.impl("addcdiv.out", emulate::direct());
@@ -370,10 +362,6 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("le_.Tensor", emulate::direct());
   m.impl("lerp.Scalar", emulate::viaOut("lerp.Scalar_out", TORCH_FN(shape_lerp_Scalar)));
   m.impl("lerp.Scalar_out", emulate::direct());
-  m.impl("lerp_.Scalar", emulate::direct());
-  m.impl("log", emulate::viaOut("log.out", TORCH_FN(shape_log)));
-  m.impl("log.out", emulate::direct());
-  m.impl("log1p", emulate::viaOut("log1p.out", TORCH_FN(shape_log1p)));
 }
 
 }  // namespace accel::emulated

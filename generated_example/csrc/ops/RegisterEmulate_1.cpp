@@ -11,6 +11,8 @@
 // emulation (accgen/runtime/HookOps.h) until the spec gives them a kernel.
 // Moving an operator to real hardware is one word in specs/operators.yaml:
 // kind emulate becomes kernel.
+#include <ATen/ops/log1p_meta_dispatch.h>
+#include <ATen/ops/log_meta_dispatch.h>
 #include <ATen/ops/lt_meta_dispatch.h>
 #include <ATen/ops/max_meta_dispatch.h>
 #include <ATen/ops/maximum_meta_dispatch.h>
@@ -45,6 +47,16 @@
 namespace accel::emulated {
 
 namespace {
+
+// The results of log as meta tensors.
+at::Tensor shape_log(const at::Tensor& self) {
+  return at::meta::log(self);
+}
+
+// The results of log1p as meta tensors.
+at::Tensor shape_log1p(const at::Tensor& self) {
+  return at::meta::log1p(self);
+}
 
 // The results of lt.Scalar as meta tensors.
 at::Tensor shape_lt_Scalar(const at::Tensor& self, const at::Scalar& other) {
@@ -209,6 +221,10 @@ at::Tensor shape_threshold_backward(const at::Tensor& grad_output, const at::Ten
 }  // namespace
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("lerp_.Scalar", emulate::direct());
+  m.impl("log", emulate::viaOut("log.out", TORCH_FN(shape_log)));
+  m.impl("log.out", emulate::direct());
+  m.impl("log1p", emulate::viaOut("log1p.out", TORCH_FN(shape_log1p)));
   m.impl("log1p.out", emulate::direct());
   m.impl("log1p_", emulate::direct());
   m.impl("log_", emulate::direct());
@@ -325,10 +341,6 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("topk", emulate::viaOut("topk.values", TORCH_FN(shape_topk)));
   m.impl("topk.values", emulate::direct());
   m.impl("unfold", emulate::direct());
-  m.impl("uniform_", emulate::direct());
-  m.impl("var.correction", emulate::direct());
-  m.impl("var.correction_out", emulate::direct());
-  m.impl("where.self", emulate::direct());
 }
 
 }  // namespace accel::emulated

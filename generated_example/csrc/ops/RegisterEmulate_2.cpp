@@ -17,6 +17,10 @@
 namespace accel::emulated {
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("uniform_", emulate::direct());
+  m.impl("var.correction", emulate::direct());
+  m.impl("var.correction_out", emulate::direct());
+  m.impl("where.self", emulate::direct());
   m.impl("where.self_out", emulate::direct());
 }
 

@@ -4,10 +4,11 @@
 //
 // Autocast for kindly: inside torch.autocast("kindly"), the operators of
 // specs/autocast.yaml cast their floating-point arguments by their policy
-// (lower_precision_fp casts to bfloat16); every other operator falls
-// through to the next key. torch.autocast("kindly") without a dtype uses
-// bfloat16: loading the module makes it the default of the loading thread
-// (torch keeps the autocast dtype per thread).
+// (lower_precision_fp casts to bfloat16), the banned ones raise their
+// message, and every other operator falls through to the next key.
+// torch.autocast("kindly") without a dtype uses bfloat16: loading the
+// module makes it the default of the loading thread (torch keeps the autocast
+// dtype per thread).
 #include <ATen/autocast_mode.h>
 #include <ATen/ops/addmm_ops.h>
 #include <ATen/ops/cat_ops.h>
@@ -36,6 +37,14 @@ at::Tensor autocast_norm_Scalar(const at::Tensor& self, const at::Scalar& p) {
   return at::_ops::norm_ScalarOpt_dtype::call(self, p, dtype);
 }
 
+// binary_cross_entropy (banned): refused under autocast.
+at::Tensor autocast_binary_cross_entropy(const at::Tensor&, const at::Tensor&, const ::std::optional<at::Tensor>&, int64_t) {
+  TORCH_CHECK(
+      false,
+      "binary_cross_entropy is unsafe to \"autocast\".\n"
+      "Use binary_cross_entropy_with_logits.");
+}
+
 }  // namespace
 
 ACCGEN_LIBRARY_IMPL(_, AutocastPrivateUse1, m) {
@@ -44,6 +53,7 @@ ACCGEN_LIBRARY_IMPL(_, AutocastPrivateUse1, m) {
 
 ACCGEN_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
   KERNEL_PRIVATEUSEONE(addmm, lower_precision_fp)
+  m.impl("binary_cross_entropy", TORCH_FN(autocast_binary_cross_entropy));
   KERNEL_PRIVATEUSEONE(cat, promote)
   KERNEL_PRIVATEUSEONE(mm, lower_precision_fp)
   m.impl("norm.Scalar", TORCH_FN(autocast_norm_Scalar));
