@@ -172,3 +172,40 @@ def test_sdpa_output_layouts_follow_the_meta_kernel(device):
     assert out.stride() == meta_out.stride()
     assert lse.shape == meta_lse.shape
     assert lse.is_contiguous() and lse.dtype == torch.float32
+
+
+RECURRENT = {
+    "lstm": lambda bias: torch.nn.LSTM(5, 7, num_layers=2, bias=bias,
+                                       batch_first=True),
+    "gru": lambda bias: torch.nn.GRU(5, 7, num_layers=2, bias=bias),
+    "lstm_cell": lambda bias: torch.nn.LSTMCell(5, 7, bias=bias),
+    "gru_cell": lambda bias: torch.nn.GRUCell(5, 7, bias=bias),
+}
+
+
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
+@pytest.mark.parametrize("kind", sorted(RECURRENT))
+def test_recurrent_cells_match_the_cpu(device, kind, bias):
+    # On the device the cells run the fused cell operators (as on CUDA),
+    # on the CPU their composite forms: the same function.
+    torch.manual_seed(2)
+    cpu = RECURRENT[kind](bias).double()
+    dev = RECURRENT[kind](bias).double().to(device)
+    dev.load_state_dict(cpu.state_dict())
+    shape = (3, 5) if kind.endswith("cell") else (3, 4, 5)
+    x = torch.randn(shape, dtype=torch.double, requires_grad=True)
+    dx = x.detach().to(device).requires_grad_()
+
+    def first(out):
+        out = out[0] if isinstance(out, tuple) else out
+        return out
+
+    want, got = first(cpu(x)), first(dev(dx))
+    torch.testing.assert_close(got.cpu(), want)
+    grad = torch.randn_like(want)
+    want.backward(grad)
+    got.backward(grad.to(device))
+    torch.testing.assert_close(dx.grad.cpu(), x.grad)
+    for name, p in cpu.named_parameters():
+        torch.testing.assert_close(
+            dict(dev.named_parameters())[name].grad.cpu(), p.grad)
