@@ -30,7 +30,8 @@ if [ "$have" != "$TORCH_VERSION" ]; then
   echo "bootstrap: installing torch==$TORCH_VERSION"
   "$PY" -m pip install -q "torch==$TORCH_VERSION"
 fi
-for mod in pytest yaml scikit_build_core pybind11 ninja numpy; do
+# expecttest: torch.testing._internal (the OpInfo database) imports it.
+for mod in pytest yaml scikit_build_core pybind11 ninja numpy expecttest; do
   "$PY" -c "import $mod" 2>/dev/null || {
     pkg=$mod; [ "$mod" = yaml ] && pkg=PyYAML; [ "$mod" = scikit_build_core ] && pkg=scikit-build-core
     echo "bootstrap: installing $pkg"; "$PY" -m pip install -q "$pkg"; }

@@ -188,8 +188,10 @@ class AliasSet {
   }
 
   // Gives written arguments the geometry the CPU kernel gave their aliases
-  // (an out= argument it resized), and their bytes when it moved them.
-  void reconcileWritten() {
+  // (an out= argument it resized), and their bytes when it moved them;
+  // true when it moved one.
+  bool reconcileWritten() {
+    bool moved_any = false;
     for (auto& e : entries_) {
       if (!e.written) {
         continue;
@@ -197,6 +199,7 @@ class AliasSet {
       c10::TensorImpl* host = e.host.unsafeGetTensorImpl();
       c10::TensorImpl* dev = e.device.unsafeGetTensorImpl();
       const bool moved = e.host.storage().data() != e.device_data;
+      moved_any = moved_any || moved;
       if (moved) {
         c10::DeviceGuard guard(e.device.device());
         c10::StorageImpl* storage = e.device.storage().unsafeGetStorageImpl();
@@ -216,6 +219,7 @@ class AliasSet {
                                    host->storage_offset());
       }
     }
+  return moved_any;
   }
 
   // The device tensor for a result of the CPU kernel: the argument it is,
@@ -346,11 +350,13 @@ class WarningCollector final : public c10::WarningHandler {
     // resizes (mse_loss.out does, into a 0-dim result) concerns nobody.
     if (fresh_results && warning.msg().find("was resized since it had shape") !=
                              std::string::npos) {
+      resized = true;
       return;
     }
     warnings.push_back(warning);
   }
   bool fresh_results = false;
+  bool resized = false;
   std::vector<c10::Warning> warnings;
 };
 
@@ -373,7 +379,9 @@ accError_t runLaunch(void* user_data) {
   return accSuccess;
 }
 
-void launchAndWait(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
+// Returns whether the kernel resized a result allocated for it
+// (`fresh_results`).
+bool launchAndWait(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
                    c10::function_ref<void()> fn, bool fresh_results) {
   Launch launch{fn, nullptr, {}};
   launch.warnings.fresh_results = fresh_results;
@@ -387,24 +395,27 @@ void launchAndWait(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
   if (launch.error) {
     std::rethrow_exception(launch.error);
   }
+  return launch.warnings.resized;
 }
 
 // Runs `op` on the arguments on top of `stack`; `fresh_results`: its out=
-// arguments were allocated for it by runViaOut.
-void runDirect(const c10::OperatorHandle& op, const Plan& plan,
+// arguments were allocated for it by runViaOut. Returns whether the kernel
+// resized or reallocated a written argument.
+bool runDirect(const c10::OperatorHandle& op, const Plan& plan,
                torch::jit::Stack* stack, bool fresh_results = false) {
   AliasSet aliases;
   aliasArguments(plan, *stack, aliases);
+  bool reshaped = false;
   {
     HostGenerators generators;
     if (plan.has_generator) {
       generators.borrow(op.schema(), *stack, aliases.device());
     }
-    launchAndWait(
+    reshaped = launchAndWait(
         aliases.device(), aliases.buffers(),
         [&] { op.redispatchBoxed(kCpuKeys, stack); }, fresh_results);
   }
-  aliases.reconcileWritten();
+  reshaped = aliases.reconcileWritten() || reshaped;
   const std::size_t base = stack->size() - plan.num_returns;
   for (std::size_t i = base; i < stack->size(); ++i) {
     c10::IValue& value = (*stack)[i];
@@ -418,6 +429,7 @@ void runDirect(const c10::OperatorHandle& op, const Plan& plan,
       value = std::move(mapped);
     }
   }
+  return reshaped;
 }
 
 // Note [Shape cache]
@@ -657,10 +669,18 @@ bool shapeKey(const Plan& plan, const torch::jit::Stack& stack,
   return true;
 }
 
+// What runViaOut did.
+enum class ViaOut {
+  kDone,
+  kDeclined,  // keyed_only: no shape key, or the Meta kernel failed
+  kReshaped,  // keyed_only: the out= kernel wanted results of another shape
+};
+
 // Computes a functional call through its out= overload. `keyed_only`
-// (the emulate fallback): only when the call has a Note [Shape cache] key
-// and its Meta kernel succeeds; false, and the stack untouched, otherwise.
-bool runViaOut(const c10::OperatorHandle& op, const c10::OperatorHandle& out,
+// (the emulate fallback): only when the call has a Note [Shape cache] key,
+// its Meta kernel succeeds and the out= kernel keeps the results' shapes;
+// otherwise the stack is left as it was.
+ViaOut runViaOut(const c10::OperatorHandle& op, const c10::OperatorHandle& out,
                const c10::KernelFunction* shape, const OutPlan& plan,
                torch::jit::Stack* stack, bool keyed_only = false) {
   const std::size_t n = plan.functional.kinds.size();
@@ -670,7 +690,7 @@ bool runViaOut(const c10::OperatorHandle& op, const c10::OperatorHandle& out,
   ShapeCache::Results shapes;
   const bool keyed = shapeKey(plan.functional, *stack, key);
   if (keyed_only && !keyed) {
-    return false;
+    return ViaOut::kDeclined;
   }
   if (!keyed || !plan.shapes.lookup(key, shapes)) {
     torch::jit::Stack meta = metaArguments(plan.functional, *stack);
@@ -684,7 +704,7 @@ bool runViaOut(const c10::OperatorHandle& op, const c10::OperatorHandle& out,
       try {
         op.redispatchBoxed(kMetaKeys, &meta);
       } catch (const std::exception&) {
-        return false;
+        return ViaOut::kDeclined;
       }
     } else {
       op.redispatchBoxed(kMetaKeys, &meta);
@@ -717,18 +737,28 @@ bool runViaOut(const c10::OperatorHandle& op, const c10::OperatorHandle& out,
   for (std::size_t i = 0; i < plan.out.kinds.size(); ++i) {
     if (plan.out.written[i]) {
       out_stack.emplace_back(results[next_out++]);
+    } else if (keyed_only) {
+      // Kept for a second run (below).
+      out_stack.push_back((*stack)[base + plan.from_functional[next_arg++]]);
     } else {
       out_stack.push_back(
           std::move((*stack)[base + plan.from_functional[next_arg++]]));
     }
   }
-  runDirect(out, plan.out, &out_stack, /*fresh_results=*/true);
+  if (runDirect(out, plan.out, &out_stack, /*fresh_results=*/true) &&
+      keyed_only) {
+    // The out= kernel resized a result it was given in the shape of the
+    // Meta kernel: it expects another (binary_cross_entropy.out computes
+    // the elementwise loss into it, then reduces). The functional kernel
+    // decides instead.
+    return ViaOut::kReshaped;
+  }
 
   torch::jit::drop(*stack, n);
   for (at::Tensor& r : results) {
     stack->emplace_back(std::move(r));
   }
-  return true;
+  return ViaOut::kDone;
 }
 
 c10::OperatorHandle findAten(const std::string& full_name) {
@@ -795,6 +825,9 @@ struct FallbackPlan {
 
   Plan direct;
   bool random_without_generator = false;
+  // Cleared when the out= overload turns out to want results of other
+  // shapes than the Meta kernel gives (ViaOut::kReshaped).
+  std::atomic<bool> via_out_fits{true};
   std::optional<c10::OperatorHandle> out;
   std::unique_ptr<OutPlan> via_out;
   std::atomic<int64_t> calls{0};
@@ -1071,11 +1104,18 @@ void emulateFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (plan.random_without_generator) {
     generator.emplace(emulate::callDevice(plan.direct, *stack));
   }
-  if (!plan.via_out || !emulate::runViaOut(op, *plan.out, nullptr,
-                                           *plan.via_out, stack,
-                                           /*keyed_only=*/true)) {
-    emulate::runDirect(op, plan.direct, stack);
+  if (plan.via_out && plan.via_out_fits.load(std::memory_order_relaxed)) {
+    const emulate::ViaOut done =
+        emulate::runViaOut(op, *plan.out, nullptr, *plan.via_out, stack,
+                           /*keyed_only=*/true);
+    if (done == emulate::ViaOut::kDone) {
+      return;
+    }
+    if (done == emulate::ViaOut::kReshaped) {
+      plan.via_out_fits.store(false, std::memory_order_relaxed);
+    }
   }
+  emulate::runDirect(op, plan.direct, stack);
 }
 
 }  // namespace accgen::runtime

@@ -1,0 +1,126 @@
+"""Every operator of torch's OpInfo database on the device against the CPU.
+
+For each OpInfo entry (torch.testing._internal.common_methods_invocations
+.op_db) that supports float32 on the CPU, its first float32 sample inputs
+run on the CPU and, moved to the device, on the device, from the same seed;
+the results must match. Nothing here lists operators: what the spec does not
+register runs through the backend's global fallback, and the run must not
+reach the CPU fallback at all, except for the operators the spec itself
+gives `kind: fallback`.
+
+Entries torch's own device/CPU comparison (TestCommon.test_compare_cpu)
+skips on every device are not run: their results are uninitialised memory
+(empty*) or depend on it by design. The few others that cannot match are
+KNOWN, each with its reason; one of them passing fails the test too, so the
+list stays true. The pass rate must be at least 99%.
+"""
+import os
+import pathlib
+import unittest
+
+import pytest
+import torch
+import yaml
+from torch.utils._pytree import tree_flatten
+
+from torch.testing._internal.common_methods_invocations import op_db
+
+SAMPLES = 5
+
+KNOWN = {
+    "to": "its samples move the tensor to the CPU, where the result then "
+          "is by design",
+    "tensor_split": "a sample passes its split points as a CPU tensor, "
+                    "which the operator requires on the CPU by design",
+}
+
+_SPECS = pathlib.Path(os.environ.get(
+    "ACCGEN_TEST_SPECS", pathlib.Path(__file__).resolve().parents[2] / "specs"))
+
+
+def _skipped_by_torch(op) -> bool:
+    for info in op.decorators:
+        if (getattr(info, "cls_name", None) == "TestCommon"
+                and getattr(info, "test_name", None) == "test_compare_cpu"
+                and info.device_type is None
+                and (info.dtypes is None or torch.float32 in info.dtypes)
+                and any(d is unittest.expectedFailure
+                        or getattr(d, "__qualname__", "").startswith("skip.")
+                        for d in info.decorators)):
+            return True
+    return False
+
+
+def _spec_fallback_ops() -> set[str]:
+    with open(_SPECS / "operators.yaml", encoding="utf-8") as f:
+        entries = yaml.safe_load(f).get("operators") or []
+    return {e["op"].split(".")[0] for e in entries
+            if e.get("kind") == "fallback"}
+
+
+def _compare(op, sample, device):
+    torch.manual_seed(0)
+    try:
+        want = op(sample.input, *sample.args, **sample.kwargs)
+    except Exception:  # noqa: BLE001 - the CPU refuses this sample too
+        return
+    moved = sample.transform(
+        lambda t: t.to(device) if isinstance(t, torch.Tensor) else t)
+    # Factory samples name the device they were made for.
+    kwargs = {key: device if key == "device" and torch.device(value).type == "cpu"
+              else value for key, value in moved.kwargs.items()}
+    torch.manual_seed(0)
+    got = op(moved.input, *moved.args, **kwargs)
+    got_leaves, _ = tree_flatten(got)
+    want_leaves, _ = tree_flatten(want)
+    assert len(got_leaves) == len(want_leaves)
+    for g, w in zip(got_leaves, want_leaves):
+        if isinstance(w, torch.Tensor):
+            assert isinstance(g, torch.Tensor)
+            if w.device.type == "cpu":
+                assert g.device.type == device, g.device
+            torch.testing.assert_close(
+                g.cpu(), w, equal_nan=True, atol=1e-4, rtol=1e-4,
+                check_device=False)
+        else:
+            assert g == w or (g != g and w != w), (g, w)
+
+
+def test_opinfo_operators_match_the_cpu(device, mod):
+    ops = [op for op in op_db
+           if torch.float32 in op.supported_dtypes("cpu")]
+    ran, passed, failures, unexpected_passes = 0, 0, {}, []
+    excluded = 0
+    for op in ops:
+        if _skipped_by_torch(op):
+            excluded += 1
+            continue
+        ran += 1
+        try:
+            for sample in list(op.sample_inputs("cpu", torch.float32))[:SAMPLES]:
+                _compare(op, sample, device)
+        except Exception as error:  # noqa: BLE001 - reported below
+            first_line = (str(error).strip().splitlines() or [""])[0]
+            failures[op.full_name] = f"{type(error).__name__}: {first_line[:200]}"
+            continue
+        passed += 1
+        if op.full_name in KNOWN:
+            unexpected_passes.append(op.full_name)
+
+    unexpected = {name: why for name, why in failures.items()
+                  if name not in KNOWN}
+    report = "\n".join(f"  {name}: {why}"
+                       for name, why in sorted(unexpected.items()))
+    print(f"OpInfo sweep on {device}: {passed}/{ran} entries pass "
+          f"({100.0 * passed / ran:.1f}%), {len(failures)} known failures, "
+          f"{excluded} entries torch's compare-with-CPU test skips")
+    assert not unexpected, f"OpInfo entries that differ from the CPU:\n{report}"
+    assert not unexpected_passes, (
+        f"these KNOWN entries pass now; remove them: {unexpected_passes}")
+    assert passed >= 0.99 * ran, (passed, ran)
+
+    cpu_fallback = set(mod.fallback_counts().get("cpu", {}))
+    allowed = _spec_fallback_ops()
+    stray = {name for name in cpu_fallback
+             if name.split("::")[1].split(".")[0] not in allowed}
+    assert not stray, f"operators that reached the CPU fallback: {stray}"
