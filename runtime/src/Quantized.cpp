@@ -48,6 +48,7 @@
 #include <c10/util/FunctionRef.h>
 #include <torch/library.h>
 
+#include "Guarded.h"
 #include "accgen/runtime/Emulate.h"
 #include "accgen/runtime/Registration.h"
 #include "accgen/runtime/Runtime.h"
@@ -89,28 +90,26 @@ struct HostQuantizer {
       zero_points = q.q_per_channel_zero_points().cpu();
       axis = q.q_per_channel_axis();
     } else {
-      TORCH_CHECK_NOT_IMPLEMENTED(false, "quantized tensors of scheme ",
-                                  c10::toString(scheme),
-                                  " are not supported on device '",
-                                  kDeviceName, "'");
+      TORCH_CHECK_NOT_IMPLEMENTED(
+          false, "quantized tensors of scheme ", c10::toString(scheme),
+          " are not supported on device '", kDeviceName, "'");
     }
   }
 
   // A host quantized tensor with these parameters holding `integers`.
   at::Tensor quantized(const at::Tensor& integers) const {
     if (scheme == c10::kPerTensorAffine) {
-      return at::_make_per_tensor_quantized_tensor(integers, scale,
-                                                   zero_point);
+      return at::_make_per_tensor_quantized_tensor(integers, scale, zero_point);
     }
-    return at::_make_per_channel_quantized_tensor(integers, scales,
-                                                  zero_points, axis);
+    return at::_make_per_channel_quantized_tensor(integers, scales, zero_points,
+                                                  axis);
   }
 };
 
 // Runs `fn` as a kernel on the device of `tensors`, with access to their
 // memory.
 void runOn(std::initializer_list<at::Tensor> tensors,
-              c10::function_ref<void()> fn) {
+           c10::function_ref<void()> fn) {
   std::vector<const void*> buffers;
   c10::DeviceIndex device = currentDevice();
   for (const at::Tensor& t : tensors) {
@@ -183,20 +182,21 @@ at::Tensor wrapper_dequantize_self(const at::Tensor& self) {
 
 at::Tensor wrapper_int_repr(const at::Tensor& self) {
   const at::Tensor integers = integerView(self);
-  at::Tensor result = at::empty(self.sizes(), integers.options(),
-                                self.suggest_memory_format());
+  at::Tensor result =
+      at::empty(self.sizes(), integers.options(), self.suggest_memory_format());
   result.copy_(integers);
   return result;
 }
 
 // Copies between quantized tensors of the host and the device move their
 // integers; copy_ has already given `dst` the quantizer of `self`.
-at::Tensor wrapper_quantized__copy_from(const at::Tensor& self, const at::Tensor& dst,
-                              bool non_blocking) {
+at::Tensor wrapper_quantized__copy_from(const at::Tensor& self,
+                                        const at::Tensor& dst,
+                                        bool non_blocking) {
   TORCH_CHECK(self.is_quantized() && dst.is_quantized(),
               "copies of quantized tensors on ", kDeviceName,
-              " need quantized tensors on both sides, got ",
-              self.scalar_type(), " -> ", dst.scalar_type());
+              " need quantized tensors on both sides, got ", self.scalar_type(),
+              " -> ", dst.scalar_type());
   at::_copy_from(integerView(self), integerView(dst), non_blocking);
   return dst;
 }
@@ -206,9 +206,9 @@ at::Tensor wrapper__empty_affine_quantized(
     std::optional<at::Layout> layout, std::optional<at::Device> device,
     std::optional<bool> pin_memory, double scale, int64_t zero_point,
     std::optional<at::MemoryFormat> memory_format) {
-  return at::native::empty_affine_quantized(
-      C10_AS_INTARRAYREF_SLOW(size), dtype, layout, device, pin_memory, scale,
-      zero_point, memory_format);
+  return at::native::empty_affine_quantized(C10_AS_INTARRAYREF_SLOW(size),
+                                            dtype, layout, device, pin_memory,
+                                            scale, zero_point, memory_format);
 }
 
 at::Tensor wrapper__empty_per_channel_affine_quantized(
@@ -234,21 +234,24 @@ void quantizedUnsupported(const c10::OperatorHandle& op,
 }  // namespace
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("quantize_per_channel", TORCH_FN(wrapper_quantize_per_channel));
-  m.impl("quantize_per_tensor", TORCH_FN(wrapper_quantize_per_tensor));
+  m.impl("quantize_per_channel",
+         detail::guarded<&wrapper_quantize_per_channel>());
+  m.impl("quantize_per_tensor",
+         detail::guarded<&wrapper_quantize_per_tensor>());
   m.impl("quantize_per_tensor.tensor_qparams",
-         TORCH_FN(wrapper_quantize_per_tensor_tensor_qparams));
+         detail::guarded<&wrapper_quantize_per_tensor_tensor_qparams>());
 }
 
 ACCGEN_LIBRARY_IMPL(aten, QuantizedPrivateUse1, m) {
   m.impl("_copy_from", TORCH_FN(wrapper_quantized__copy_from));
-  m.impl("_empty_affine_quantized", TORCH_FN(wrapper__empty_affine_quantized));
+  m.impl("_empty_affine_quantized",
+         detail::guarded<&wrapper__empty_affine_quantized>());
   m.impl("_empty_per_channel_affine_quantized",
-         TORCH_FN(wrapper__empty_per_channel_affine_quantized));
-  m.impl("clone", TORCH_FN(at::native::quantized_clone));
-  m.impl("dequantize.self", TORCH_FN(wrapper_dequantize_self));
-  m.impl("empty_like", TORCH_FN(at::native::empty_like_quantized));
-  m.impl("empty_quantized", TORCH_FN(at::native::empty_quantized));
+         detail::guarded<&wrapper__empty_per_channel_affine_quantized>());
+  m.impl("clone", detail::guarded<&at::native::quantized_clone>());
+  m.impl("dequantize.self", detail::guarded<&wrapper_dequantize_self>());
+  m.impl("empty_like", detail::guarded<&at::native::empty_like_quantized>());
+  m.impl("empty_quantized", detail::guarded<&at::native::empty_quantized>());
   m.impl("int_repr", TORCH_FN(wrapper_int_repr));
   m.impl("q_per_channel_axis", TORCH_FN(at::native::q_per_channel_axis));
   m.impl("q_per_channel_scales", TORCH_FN(at::native::q_per_channel_scales));

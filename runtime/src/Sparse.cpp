@@ -48,6 +48,7 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include "Guarded.h"
 #include "accgen/runtime/Registration.h"
 #include "accgen/runtime/Runtime.h"
 
@@ -131,8 +132,7 @@ void sparseOnHost(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   const auto& arguments = schema.arguments();
   const std::size_t base = stack->size() - arguments.size();
-  const std::vector<c10::IValue> originals(stack->begin() + base,
-                                           stack->end());
+  const std::vector<c10::IValue> originals(stack->begin() + base, stack->end());
   std::optional<c10::Device> device;
   for (std::size_t i = 0; i < arguments.size(); ++i) {
     const c10::IValue& value = originals[i];
@@ -174,8 +174,8 @@ void sparseOnHost(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   // Results: a written argument is returned as the device tensor itself,
   // anything new moves to the device.
-  for (auto it = stack->end() - static_cast<std::ptrdiff_t>(
-                                    schema.returns().size());
+  for (auto it =
+           stack->end() - static_cast<std::ptrdiff_t>(schema.returns().size());
        it != stack->end(); ++it) {
     *it = mapTensors(*it, [&](const at::Tensor& t) {
       for (const auto& [host, dev] : written) {
@@ -197,8 +197,9 @@ torch::CppFunction onHost() {
 // Sparse constructors whose indices and values are dense device tensors
 // dispatch here.
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_sparse_coo_tensor_with_dims_and_tensors",
-         TORCH_FN(at::native::new_with_dims_and_tensor_sparse_symint));
+  m.impl(
+      "_sparse_coo_tensor_with_dims_and_tensors",
+      detail::guarded<&at::native::new_with_dims_and_tensor_sparse_symint>());
   m.impl("_to_sparse", onHost());
   m.impl("_to_sparse.sparse_dim", onHost());
   m.impl("_to_sparse_bsc", onHost());
@@ -214,20 +215,23 @@ ACCGEN_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("_indices", TORCH_FN(at::native::_indices_sparse));
   m.impl("_nnz", TORCH_FN(at::native::_nnz_sparse));
   m.impl("_sparse_coo_tensor_with_dims",
-         TORCH_FN(at::native::new_with_dims_sparse));
-  m.impl("_sparse_coo_tensor_with_dims_and_tensors",
-         TORCH_FN(at::native::new_with_dims_and_tensor_sparse_symint));
+         detail::guarded<&at::native::new_with_dims_sparse>());
+  m.impl(
+      "_sparse_coo_tensor_with_dims_and_tensors",
+      detail::guarded<&at::native::new_with_dims_and_tensor_sparse_symint>());
   m.impl("_values", TORCH_FN(at::native::_values_sparse));
-  m.impl("copy_", TORCH_FN(at::native::copy_sparse_wrapper_));
-  m.impl("copy_sparse_to_sparse_", TORCH_FN(at::native::copy_sparse_));
+  m.impl("copy_", detail::guarded<&at::native::copy_sparse_wrapper_>());
+  m.impl("copy_sparse_to_sparse_",
+         detail::guarded<&at::native::copy_sparse_>());
   m.impl("dense_dim", TORCH_FN(at::native::dense_dim_sparse));
-  m.impl("empty.memory_format", TORCH_FN(at::native::empty_sparse_symint));
+  m.impl("empty.memory_format",
+         detail::guarded<&at::native::empty_sparse_symint>());
   m.impl("indices", TORCH_FN(at::native::indices_sparse));
   m.impl("is_coalesced", TORCH_FN(at::native::is_coalesced_sparse));
   m.impl("sparse_dim", TORCH_FN(at::native::sparse_dim_sparse));
-  m.impl("sparse_resize_", TORCH_FN(at::native::sparse_resize_));
+  m.impl("sparse_resize_", detail::guarded<&at::native::sparse_resize_>());
   m.impl("sparse_resize_and_clear_",
-         TORCH_FN(at::native::sparse_resize_and_clear_));
+         detail::guarded<&at::native::sparse_resize_and_clear_>());
   m.impl("values", TORCH_FN(at::native::values_sparse));
 }
 
@@ -235,11 +239,11 @@ ACCGEN_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
   m.impl("_nnz", TORCH_FN(at::native::_nnz_sparse_csr));
   m.impl("ccol_indices", TORCH_FN(at::native::ccol_indices_sparse_csr));
   m.impl("col_indices", TORCH_FN(at::native::col_indices_sparse_csr));
-  m.impl("copy_", TORCH_FN(at::native::copy_sparse_compressed_));
+  m.impl("copy_", detail::guarded<&at::native::copy_sparse_compressed_>());
   m.impl("crow_indices", TORCH_FN(at::native::crow_indices_sparse_csr));
   m.impl("dense_dim", TORCH_FN(at::native::dense_dim_sparse_csr));
   m.impl("empty.memory_format",
-         TORCH_FN(at::native::empty_sparse_compressed_symint));
+         detail::guarded<&at::native::empty_sparse_compressed_symint>());
   m.impl("row_indices", TORCH_FN(at::native::row_indices_sparse_csr));
   m.impl("sparse_dim", TORCH_FN(at::native::sparse_dim_sparse_csr));
   m.impl("values", TORCH_FN(at::native::values_sparse_csr));
