@@ -169,9 +169,8 @@ at::Tensor wrapper_quantize_per_channel(const at::Tensor& self,
 
 at::Tensor wrapper_dequantize_self(const at::Tensor& self) {
   const HostQuantizer quantizer(self);
-  const at::Tensor result =
-      at::empty(self.sizes(), self.options().dtype(at::kFloat),
-                self.suggest_memory_format());
+  at::Tensor result = at::empty(self.sizes(), self.options().dtype(at::kFloat),
+                                self.suggest_memory_format());
   const at::Tensor integers = integerView(self);
   runOn({self, result}, [&] {
     emulate::hostAlias(result).copy_(

@@ -132,7 +132,8 @@ void sparseOnHost(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   const auto& arguments = schema.arguments();
   const std::size_t base = stack->size() - arguments.size();
-  const std::vector<c10::IValue> originals(stack->begin() + base, stack->end());
+  const std::vector<c10::IValue> originals =
+      torch::jit::last(*stack, arguments.size()).vec();
   std::optional<c10::Device> device;
   for (std::size_t i = 0; i < arguments.size(); ++i) {
     const c10::IValue& value = originals[i];
@@ -148,8 +149,8 @@ void sparseOnHost(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       return t.cpu();
     });
   }
-  const std::vector<c10::IValue> host_arguments(stack->begin() + base,
-                                                stack->end());
+  const std::vector<c10::IValue> host_arguments =
+      torch::jit::last(*stack, arguments.size()).vec();
   try {
     op.callBoxed(stack);
   } catch (const c10::NotImplementedError& error) {
