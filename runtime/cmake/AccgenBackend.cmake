@@ -85,10 +85,10 @@ endfunction()
 # headers are read twice rather than once per source.
 set(ACCGEN_RUNTIME_SOURCES_A
   Emulate.cpp Fallback.cpp Registration.cpp Tuning.cpp Driver.cpp
-  Generator.cpp)
+  Generator.cpp Sparse.cpp)
 set(ACCGEN_RUNTIME_SOURCES_B
   Builtin.cpp Allocator.cpp HostAllocator.cpp DeviceGuard.cpp Hooks.cpp
-  Serialization.cpp HookOps.cpp)
+  Serialization.cpp HookOps.cpp Quantized.cpp)
 list(TRANSFORM ACCGEN_RUNTIME_SOURCES_A PREPEND "${ACCGEN_RUNTIME_DIR}/src/")
 list(TRANSFORM ACCGEN_RUNTIME_SOURCES_B PREPEND "${ACCGEN_RUNTIME_DIR}/src/")
 set(ACCGEN_RUNTIME_SOURCES ${ACCGEN_RUNTIME_SOURCES_A} ${ACCGEN_RUNTIME_SOURCES_B})
