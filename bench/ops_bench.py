@@ -9,11 +9,12 @@ per input, large: 16M; mm at sizes of comparable work, 32x32 and
   cpu       on CPU tensors;
   device    on device tensors, as the backend registers it (emulated: the
             CPU kernel runs on the device memory, no copies);
-  fallback  on device tensors, forced through a CPU fallback for the
-            measurement: its PrivateUse1 kernel is replaced by one that
-            copies the arguments to the CPU, runs the CPU kernel and copies
-            the results back (what at::native::cpu_fallback does, called
-            from Python);
+  emulate   on device tensors, routed through the emulate fallback
+            (`fallback: emulate`, the default of `accgen init`): what an
+            operator the spec does not list costs;
+  cpu-fb    on device tensors, routed through the CPU fallback
+            (at::native::cpu_fallback: copies the arguments to the CPU, runs
+            the CPU kernel and copies the results back);
   out=      cpu and device again into preallocated results: the functional
             form also measures allocation, where the device's caching
             allocator and the CPU's malloc (which returns large blocks to
@@ -22,12 +23,12 @@ per input, large: 16M; mm at sizes of comparable work, 32x32 and
 Each figure is the median over `repeat` timings of a loop sized to take
 about 0.2 s, with the device synchronized before the clock stops. The
 timings of one operator and size run in rounds, each timing cpu, device,
-cpu out= and device out= once in turn (the fallback alternates with the
-device in rounds of its own), and each ratio is the median of the per-round
+cpu out= and device out= once in turn (each fallback alternates with the
+CPU in rounds of its own), and each ratio is the median of the per-round
 ratios: load from elsewhere on the machine then moves both sides of a ratio
-alike. Ratios are device/cpu and fallback/device. Targets
-(docs/operators.md): large device/cpu <= 1.10, small device/cpu <= 2,
-large fallback/device >= 3.
+alike. Ratios are device/cpu, emulate/cpu and cpu-fb/emulate. Targets
+(docs/operators.md): large device/cpu <= 1.10, small device/cpu <= 2;
+small emulate/cpu <= 2, large cpu-fb/emulate >= 3.
 The emulator's environment (ACCGEN_EMU_PROTECT, ACCGEN_EMU_SPIN_US) applies.
 """
 import argparse
@@ -90,40 +91,23 @@ def ratio(numerator, denominator):
     return statistics.median(a / b for a, b in zip(numerator, denominator))
 
 
-class ForcedFallback:
-    """Replaces the PrivateUse1 kernels of `ops` by a copy-to-CPU fallback
-    while active."""
+class Route:
+    """Routes the operators `ops` through the backend's `fallback` ("emulate"
+    or "cpu") in place of their kernels while active (_C._FallbackRoute)."""
 
-    def __init__(self, ops, device):
-        self.ops = ops
-        self.device = device
+    def __init__(self, mod, ops, fallback):
+        self.mod, self.ops, self.fallback = mod, ops, fallback
 
     def __enter__(self):
         import warnings
-        self.lib = torch.library.Library("aten", "IMPL")
-        device = self.device
-
-        def to(x, where):
-            if isinstance(x, torch.Tensor):
-                return x.to(where)
-            if isinstance(x, (list, tuple)):
-                return type(x)(to(v, where) for v in x)
-            return x
-
-        for name in self.ops:
-            packet, _, overload = name.partition(".")
-            op = getattr(getattr(torch.ops.aten, packet), overload or "default")
-
-            def kernel(*args, _op=op, **kwargs):
-                return to(_op(*to(args, "cpu"), **to(kwargs, "cpu")), device)
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                self.lib.impl(name, kernel, "PrivateUse1")
+        with warnings.catch_warnings():
+            # torch warns that the route overrides the registered kernel.
+            warnings.simplefilter("ignore")
+            self.route = self.mod._C._FallbackRoute(self.ops, self.fallback)
         return self
 
     def __exit__(self, *exc):
-        self.lib._destroy()
+        self.route.close()
         return False
 
 
@@ -150,8 +134,9 @@ def main():
 
     rows = []
     print(f"{'op':8} {'size':5} {'elements':>9}  {'cpu':>9} {'device':>9} "
-          f"{'fallback':>9}  {'dev/cpu':>7} {'fb/dev':>6}   "
-          f"{'cpu out=':>9} {'dev out=':>9} {'dev/cpu':>7}   (us)")
+          f"{'emulate':>9} {'cpu-fb':>9}  {'dev/cpu':>7} {'emu/cpu':>7} "
+          f"{'cfb/emu':>7}   {'cpu out=':>9} {'dev out=':>9} {'dev/cpu':>7}"
+          f"   (us)")
     for name, (fn, out_fn, small, large) in CASES.items():
         for size, shapes in (("small", small), ("large", large)):
             g = torch.Generator().manual_seed(0)
@@ -168,28 +153,41 @@ def main():
                  (lambda: out_fn(*cpu_args, out=cpu_out), sync_cpu),
                  (lambda: out_fn(*dev_args, out=dev_out), sync_dev)],
                 args.repeat)
-            # The forced fallback replaces the device kernels while active:
-            # its rounds alternate with the device's own on fresh kernels.
-            s_fb, s_dev2 = [], []
+            # A route replaces the device kernels while active: its rounds
+            # alternate with the CPU's.
+            s_fb = {"emulate": [], "cpu": []}
+            s_cpu2 = {"emulate": [], "cpu": []}
             for _ in range(args.repeat):
-                with ForcedFallback(ATEN[name], device):
-                    s_fb += timeit([(lambda: fn(*dev_args), sync_dev)], 1)[0]
-                s_dev2 += timeit([(lambda: fn(*dev_args), sync_dev)], 1)[0]
+                for fallback in s_fb:
+                    with Route(mod, ATEN[name], fallback):
+                        torch.testing.assert_close(
+                            fn(*dev_args).cpu(), want, rtol=1e-4, atol=1e-3)
+                        s_fb[fallback] += timeit(
+                            [(lambda: fn(*dev_args), sync_dev)], 1)[0]
+                    s_cpu2[fallback] += timeit(
+                        [(lambda: fn(*cpu_args), sync_cpu)], 1)[0]
             med = statistics.median
             elems = sum(a.numel() for a in cpu_args)
             rows.append({"op": name, "size": size, "elements": elems,
                          "cpu_us": med(s_cpu) * 1e6,
                          "device_us": med(s_dev) * 1e6,
-                         "fallback_us": med(s_fb) * 1e6,
+                         "emulate_us": med(s_fb["emulate"]) * 1e6,
+                         "cpu_fallback_us": med(s_fb["cpu"]) * 1e6,
                          "cpu_out_us": med(s_cpu_out) * 1e6,
                          "device_out_us": med(s_dev_out) * 1e6,
                          "device_over_cpu": ratio(s_dev, s_cpu),
-                         "fallback_over_device": ratio(s_fb, s_dev2),
+                         "emulate_over_cpu": ratio(s_fb["emulate"],
+                                                   s_cpu2["emulate"]),
+                         "cpu_fallback_over_emulate":
+                             ratio(s_fb["cpu"], s_cpu2["cpu"])
+                             / ratio(s_fb["emulate"], s_cpu2["emulate"]),
                          "out_device_over_cpu": ratio(s_dev_out, s_cpu_out)})
             r = rows[-1]
             print(f"{name:8} {size:5} {elems:>9}  {r['cpu_us']:9.1f} "
-                  f"{r['device_us']:9.1f} {r['fallback_us']:9.1f}  "
-                  f"{r['device_over_cpu']:7.2f} {r['fallback_over_device']:6.2f}"
+                  f"{r['device_us']:9.1f} {r['emulate_us']:9.1f} "
+                  f"{r['cpu_fallback_us']:9.1f}  "
+                  f"{r['device_over_cpu']:7.2f} {r['emulate_over_cpu']:7.2f} "
+                  f"{r['cpu_fallback_over_emulate']:7.2f}"
                   f"   {r['cpu_out_us']:9.1f} {r['device_out_us']:9.1f} "
                   f"{r['out_device_over_cpu']:7.2f}", flush=True)
     print()

@@ -6,13 +6,17 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <optional>
+#include <vector>
 #include <string>
 
 #include <ATen/Context.h>
 #include <ATen/core/CachingHostAllocator.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 #include <torch/csrc/Generator.h>
 
 #include "accgen/runtime/Driver.h"
@@ -112,6 +116,31 @@ py::dict devicePropertiesDict(c10::DeviceIndex device) {
   return result;
 }
 
+// Routes operators of the backend through one of the fallbacks while it
+// lives, in place of their registered kernels, which come back when it is
+// closed: what bench/ops_bench.py measures each fallback with.
+class FallbackRoute {
+ public:
+  FallbackRoute(const std::vector<std::string>& ops,
+                const std::string& fallback) {
+    TORCH_CHECK(fallback == "emulate" || fallback == "cpu",
+                "fallback must be 'emulate' or 'cpu', not '", fallback, "'");
+    library_.emplace(torch::Library::IMPL, "aten",
+                     c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+    for (const std::string& op : ops) {
+      library_->impl(op.c_str(), fallback == "emulate"
+                             ? torch::CppFunction::makeFromBoxedFunction<
+                                   &emulateFallback>()
+                             : torch::CppFunction::makeFromBoxedFunction<
+                                   &cpuFallback>());
+    }
+  }
+  void close() { library_.reset(); }
+
+ private:
+  std::optional<torch::Library> library_;
+};
+
 }  // namespace
 }  // namespace accgen::runtime
 
@@ -187,6 +216,9 @@ PYBIND11_MODULE(_C, m) {
         THPGenerator_initDefaultGenerator(generator));
   });
 
+  py::class_<FallbackRoute>(m, "_FallbackRoute")
+      .def(py::init<const std::vector<std::string>&, const std::string&>())
+      .def("close", &FallbackRoute::close);
   m.def("_fallback_counts", [] {
     py::dict counts;
     for (const FallbackCount& c : fallbackCounts()) {

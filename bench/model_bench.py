@@ -1,0 +1,112 @@
+"""Training-step time of real models on the device against CPU eager.
+
+    python bench/model_bench.py [--device accel] [--repeat 7] [--json FILE]
+
+For the CNN and the transformer encoder of bench/models.py, at a small and
+a larger size, one run times a full training step (forward, loss, backward,
+optimizer step) on CPU tensors and on device tensors, from the same weights
+and batch. The device runs whatever the backend registers: its spec's
+operators, the hook operators (convolution, attention) and its global
+fallback for the rest. Each figure is the median over `repeat` rounds; in
+each round both sides take `steps` steps in turn, so that load from elsewhere
+moves both alike, and the ratio is the median of the per-round ratios.
+Targets (docs/operators.md): device/cpu <= 1.25 at the small size and <= 1.10
+at the larger one. The emulator's environment (ACCGEN_EMU_PROTECT, ...)
+applies.
+"""
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import models  # noqa: E402
+
+TARGETS = {"small": 1.25, "large": 1.10}
+
+
+def trainer(case, model, batch, device, sync):
+    model = model.to(device)
+    case.prepare(model)
+    optimizer = case.optimizer(model)
+    inputs = tuple(t.to(device) for t in batch[0])
+    target = batch[1].to(device)
+
+    def step():
+        optimizer.zero_grad()
+        loss = case.loss(model(*inputs), target)
+        loss.backward()
+        optimizer.step()
+        sync()
+
+    return step
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--device", default=os.environ.get("ACCGEN_TEST_DEVICE", "accel"))
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args()
+    device = args.device
+    try:
+        __import__("torch_" + device)
+    except ImportError:
+        pass
+    mod = getattr(torch, device)
+
+    def sync_cpu():
+        pass
+
+    rows = []
+    print(f"{'model':12} {'size':5} {'params':>9}  {'cpu ms':>8} "
+          f"{'device ms':>9}  {'dev/cpu':>7} {'target':>6}")
+    for name in ("cnn", "transformer"):
+        for size in ("small", "large"):
+            torch.manual_seed(0)
+            case = models.MODELS[name](size)
+            twin = models.MODELS[name](size).model
+            twin.load_state_dict(case.model.state_dict())
+            batch = case.batch()
+            cpu_step = trainer(case, case.model, batch, "cpu", sync_cpu)
+            dev_step = trainer(case, twin, batch, device, mod.synchronize)
+            for step in (cpu_step, dev_step):  # warm-up: caches, allocator
+                step()
+                step()
+            once = time.perf_counter()
+            cpu_step()
+            steps = max(1, min(20, int(0.3 / (time.perf_counter() - once))))
+            s_cpu, s_dev = [], []
+            for _ in range(args.repeat):
+                for step, out in ((cpu_step, s_cpu), (dev_step, s_dev)):
+                    start = time.perf_counter()
+                    for _ in range(steps):
+                        step()
+                    out.append((time.perf_counter() - start) / steps)
+            ratio = statistics.median(d / c for d, c in zip(s_dev, s_cpu))
+            params = sum(p.numel() for p in case.model.parameters())
+            rows.append({"model": name, "size": size, "params": params,
+                         "cpu_ms": statistics.median(s_cpu) * 1e3,
+                         "device_ms": statistics.median(s_dev) * 1e3,
+                         "device_over_cpu": ratio,
+                         "target": TARGETS[size]})
+            r = rows[-1]
+            print(f"{name:12} {size:5} {params:>9}  {r['cpu_ms']:8.2f} "
+                  f"{r['device_ms']:9.2f}  {ratio:7.2f} {TARGETS[size]:6.2f}",
+                  flush=True)
+    print()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
+          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(rows, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
