@@ -93,9 +93,10 @@ void appendEmulate(const model::Backend& backend,
   std::vector<std::pair<std::string, const model::Registration*>> members;
   for (const auto& op : backend.operators()) {
     if (op.kind != spec::OpKind::kEmulate) continue;
-    const bool hook_group = std::any_of(
-        op.members.begin(), op.members.end(),
-        [](const auto& m) { return ops::hookFunction(m.fullName()) != nullptr; });
+    const bool hook_group =
+        std::any_of(op.members.begin(), op.members.end(), [](const auto& m) {
+          return ops::hookFunction(m.fullName()) != nullptr;
+        });
     for (const auto& m : op.members) {
       if (hook_group && ops::hookFunction(m.fullName()) == nullptr) continue;
       members.emplace_back(m.fullName(), &m);

@@ -58,8 +58,9 @@ bool isTensorLike(const schema::Binding& binding);
 /// runtime/include/accgen/runtime/HookOps.h), by full name, with the
 /// runtime function that emulates each.
 struct HookOperator {
-  const char* name;      ///< "convolution_overrideable"
-  const char* function;  ///< "::accgen::runtime::hooks::convolutionOverrideable"
+  const char* name;  ///< "convolution_overrideable"
+  const char*
+      function;  ///< "::accgen::runtime::hooks::convolutionOverrideable"
 };
 const std::vector<HookOperator>& hookOperators();
 

@@ -7,17 +7,17 @@
 
 #include <atomic>
 #include <optional>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include <ATen/Context.h>
 #include <ATen/core/CachingHostAllocator.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/DeviceGuard.h>
-#include <torch/library.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/Generator.h>
+#include <torch/library.h>
 
 #include "accgen/runtime/Driver.h"
 #include "accgen/runtime/Emulate.h"
@@ -128,11 +128,11 @@ class FallbackRoute {
     library_.emplace(torch::Library::IMPL, "aten",
                      c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
     for (const std::string& op : ops) {
-      library_->impl(op.c_str(), fallback == "emulate"
-                             ? torch::CppFunction::makeFromBoxedFunction<
-                                   &emulateFallback>()
-                             : torch::CppFunction::makeFromBoxedFunction<
-                                   &cpuFallback>());
+      library_->impl(
+          op.c_str(),
+          fallback == "emulate"
+              ? torch::CppFunction::makeFromBoxedFunction<&emulateFallback>()
+              : torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
     }
   }
   void close() { library_.reset(); }

@@ -219,7 +219,7 @@ class AliasSet {
                                    host->storage_offset());
       }
     }
-  return moved_any;
+    return moved_any;
   }
 
   // The device tensor for a result of the CPU kernel: the argument it is,
@@ -681,8 +681,8 @@ enum class ViaOut {
 // its Meta kernel succeeds and the out= kernel keeps the results' shapes;
 // otherwise the stack is left as it was.
 ViaOut runViaOut(const c10::OperatorHandle& op, const c10::OperatorHandle& out,
-               const c10::KernelFunction* shape, const OutPlan& plan,
-               torch::jit::Stack* stack, bool keyed_only = false) {
+                 const c10::KernelFunction* shape, const OutPlan& plan,
+                 torch::jit::Stack* stack, bool keyed_only = false) {
   const std::size_t n = plan.functional.kinds.size();
   const std::size_t base = stack->size() - n;
 
@@ -815,8 +815,7 @@ class EmulateKernel final : public c10::OperatorKernel {
 struct FallbackPlan {
   explicit FallbackPlan(const c10::OperatorHandle& op) : direct(op.schema()) {
     random_without_generator =
-        !direct.has_generator &&
-        op.hasTag(at::Tag::nondeterministic_seeded);
+        !direct.has_generator && op.hasTag(at::Tag::nondeterministic_seeded);
     out = outOverloadOf(op);
     if (out.has_value()) {
       via_out = std::make_unique<OutPlan>(op.schema(), out->schema());
@@ -1091,7 +1090,6 @@ void runBoxed(const c10::OperatorHandle& op, const c10::OperatorHandle* out_op,
 std::vector<std::pair<std::string, int64_t>> fallbackCalls() {
   return fallbackPlans().counts();
 }
-
 
 }  // namespace accgen::runtime::emulate
 

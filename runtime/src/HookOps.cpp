@@ -9,15 +9,15 @@
 #include <ATen/native/transformers/attention.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward.h>
+#include <ATen/ops/cat.h>
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
-#include <ATen/ops/cat.h>
 #include <ATen/ops/empty_strided.h>
-#include <ATen/ops/zeros_like.h>
 #include <ATen/ops/exp.h>
 #include <ATen/ops/matmul.h>
+#include <ATen/ops/zeros_like.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/SmallVector.h>
 
@@ -131,8 +131,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolutionBackwardOverrideable(
   const at::Tensor h_input = host(input);
   const at::Tensor h_weight = host(weight);
   const int64_t num_groups = groups.expect_int();
-  const std::vector<int64_t> bias_sizes = {
-      weight.size(transposed ? 1 : 0) * (transposed ? num_groups : 1)};
+  const std::vector<int64_t> bias_sizes = {weight.size(transposed ? 1 : 0) *
+                                           (transposed ? num_groups : 1)};
   std::tuple<at::Tensor, at::Tensor, at::Tensor> grads;
   host.run([&] {
     grads = at::convolution_backward(
@@ -166,8 +166,8 @@ scaledDotProductFusedAttentionOverrideable(
   std::vector<int64_t> out_sizes = query.sizes().vec();
   out_sizes.back() = value.size(-1);
   at::Tensor out = emptyWithLayoutOf(query, out_sizes, query.scalar_type());
-  at::Tensor logsumexp = at::empty({batch, heads, length_q},
-                                   query.options().dtype(at::kFloat));
+  at::Tensor logsumexp =
+      at::empty({batch, heads, length_q}, query.options().dtype(at::kFloat));
   HostViews host;
   const at::Tensor h_query = host(query);
   const at::Tensor h_key = host(key);
@@ -182,8 +182,8 @@ scaledDotProductFusedAttentionOverrideable(
     h_logsumexp.copy_(lse);
   });
   const auto philox = at::empty({}, at::TensorOptions().dtype(at::kLong));
-  return {out,          logsumexp, at::Tensor(), at::Tensor(), length_q,
-          length_kv,    philox,    philox,       at::Tensor()};
+  return {out,       logsumexp, at::Tensor(), at::Tensor(), length_q,
+          length_kv, philox,    philox,       at::Tensor()};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>
@@ -220,9 +220,10 @@ scaledDotProductFusedAttentionOverrideableBackward(
     if (h_bias.defined()) {
       mask = h_bias;
     }
-    auto [gq, gk, gv] = at::_scaled_dot_product_flash_attention_for_cpu_backward(
-        h_grad_out, h_query, h_key, h_value, h_out, h_logsumexp, dropout_p,
-        is_causal, mask, scale);
+    auto [gq, gk, gv] =
+        at::_scaled_dot_product_flash_attention_for_cpu_backward(
+            h_grad_out, h_query, h_key, h_value, h_out, h_logsumexp, dropout_p,
+            is_causal, mask, scale);
     h_grad_query.copy_(gq);
     h_grad_key.copy_(gk);
     h_grad_value.copy_(gv);
@@ -232,16 +233,15 @@ scaledDotProductFusedAttentionOverrideableBackward(
       // probabilities P recovered from the log-sum-exp, summed to the
       // mask's (broadcast) shape.
       const at::Tensor q = h_query.to(at::kFloat);
-      const double factor = scale.has_value()
-                                ? *scale
-                                : 1.0 / std::sqrt(static_cast<double>(
-                                            h_query.size(-1)));
+      const double factor =
+          scale.has_value()
+              ? *scale
+              : 1.0 / std::sqrt(static_cast<double>(h_query.size(-1)));
       const at::Tensor scores =
           at::matmul(q, h_key.to(at::kFloat).transpose(-2, -1))
               .mul(factor)
               .add(h_bias.to(at::kFloat));
-      const at::Tensor probs =
-          at::exp(scores.sub(h_logsumexp.unsqueeze(-1)));
+      const at::Tensor probs = at::exp(scores.sub(h_logsumexp.unsqueeze(-1)));
       const at::Tensor grad_o = h_grad_out.to(at::kFloat);
       const at::Tensor grad_probs =
           at::matmul(grad_o, h_value.to(at::kFloat).transpose(-2, -1));
@@ -372,8 +372,8 @@ std::tuple<at::Tensor, at::Tensor> thnnFusedGruCell(
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>
-thnnFusedGruCellBackward(const at::Tensor& grad_hy,
-                         const at::Tensor& workspace, bool has_bias) {
+thnnFusedGruCellBackward(const at::Tensor& grad_hy, const at::Tensor& workspace,
+                         bool has_bias) {
   HostViews host;
   const at::Tensor h_grad = host(grad_hy);
   const at::Tensor h_workspace = host(workspace);
@@ -385,8 +385,8 @@ thnnFusedGruCellBackward(const at::Tensor& grad_hy,
     const at::Tensor& fresh = parts[2];
     const at::Tensor& hx = parts[3];
     const at::Tensor& hidden_new = parts[4];
-    const at::Tensor d_fresh = h_grad.mul(update.neg().add(1))
-                                   .mul(fresh.mul(fresh).neg().add(1));
+    const at::Tensor d_fresh =
+        h_grad.mul(update.neg().add(1)).mul(fresh.mul(fresh).neg().add(1));
     const at::Tensor d_update =
         h_grad.mul(hx.sub(fresh)).mul(update.mul(update.neg().add(1)));
     const at::Tensor d_reset =
@@ -424,8 +424,7 @@ int64_t fusedSdpChoice(const at::Tensor& query, const at::Tensor& key,
   const auto dtype = query.scalar_type();
   const bool floating = dtype == at::kFloat || dtype == at::kDouble ||
                         dtype == at::kBFloat16 || dtype == at::kHalf;
-  if (!floating || key.scalar_type() != dtype ||
-      value.scalar_type() != dtype) {
+  if (!floating || key.scalar_type() != dtype || value.scalar_type() != dtype) {
     return math;
   }
   // Heads of key and value shared by several query heads (GQA), and head

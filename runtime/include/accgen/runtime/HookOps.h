@@ -9,8 +9,8 @@
 // CompositeExplicitAutograd defaults win over a backend fallback. The cells
 // of nn.LSTM and nn.GRU call the fused cell operators on a PrivateUse1
 // device as on CUDA, and those have no CPU kernel a fallback could run.
-// So every backend registers them: generated csrc/ops/RegisterEmulate*.cpp files
-// register the functions below unless specs/operators.yaml gives one of
+// So every backend registers them: generated csrc/ops/RegisterEmulate*.cpp
+// files register the functions below unless specs/operators.yaml gives one of
 // them `kind: kernel`, and the kernel file created for it starts out
 // calling the same function. The results have the layouts the meta kernels
 // give (convolution results contiguous, attention output laid out like the
@@ -89,8 +89,8 @@ std::tuple<at::Tensor, at::Tensor> thnnFusedGruCell(
 /// aten::_thnn_fused_gru_cell_backward: grads of the input gates, hidden
 /// gates, hx, and of the two biases when has_bias.
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>
-thnnFusedGruCellBackward(const at::Tensor& grad_hy,
-                         const at::Tensor& workspace, bool has_bias);
+thnnFusedGruCellBackward(const at::Tensor& grad_hy, const at::Tensor& workspace,
+                         bool has_bias);
 
 /// The device's SDPA kernel choice (_fused_sdp_choice_stub and
 /// aten::_fused_sdp_choice): `overrideable` for dense 4-D inputs of one
