@@ -42,10 +42,10 @@
 #include <vector>
 
 #include <IActivityProfiler.h>
-#include <libkineto.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/ApproximateClock.h>
 #include <c10/util/Exception.h>
+#include <libkineto.h>
 #include <output_base.h>
 #include <torch/csrc/profiler/standalone/privateuse1_profiler.h>
 #include <torch/csrc/profiler/stubs/base.h>
@@ -99,9 +99,8 @@ struct Stubs final : public torch::profiler::impl::ProfilerStubs {
   }
 
   // Microseconds, as PyTorch's KinetoEvent::privateuse1ElapsedUs expects.
-  float elapsed(
-      const torch::profiler::impl::ProfilerVoidEventStub* event,
-      const torch::profiler::impl::ProfilerVoidEventStub* event2)
+  float elapsed(const torch::profiler::impl::ProfilerVoidEventStub* event,
+                const torch::profiler::impl::ProfilerVoidEventStub* event2)
       const override {
     return elapsedMilliseconds(*event, *event2) * 1000.0F;
   }
@@ -221,11 +220,10 @@ class Session final : public libkineto::IActivityProfilerSession {
       for (const OperatorRange& range : ranges) {
         const ClockAnchor& anchor = anchorOf(range.stream.device_index());
         const auto at_host = [&](const std::shared_ptr<void>& event) {
-          return anchor.host_ns +
-                 static_cast<std::int64_t>(
-                     static_cast<double>(
-                         elapsedMilliseconds(anchor.event, event)) *
-                     1e6);
+          return anchor.host_ns + static_cast<std::int64_t>(
+                                      static_cast<double>(elapsedMilliseconds(
+                                          anchor.event, event)) *
+                                      1e6);
         };
         const auto id = static_cast<int32_t>(range.correlation);
         const libkineto::ITraceActivity* op = linked ? linked(id) : nullptr;
@@ -307,8 +305,7 @@ class ActivityProfiler final : public libkineto::IActivityProfiler {
   std::unique_ptr<libkineto::IActivityProfilerSession> configure(
       const std::set<libkineto::ActivityType>& activity_types,
       const libkineto::Config& /*config*/) override {
-    if (activity_types.count(libkineto::ActivityType::CONCURRENT_KERNEL) ==
-        0) {
+    if (activity_types.count(libkineto::ActivityType::CONCURRENT_KERNEL) == 0) {
       return nullptr;
     }
     return std::make_unique<Session>();
