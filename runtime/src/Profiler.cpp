@@ -236,7 +236,7 @@ class Session final : public libkineto::IActivityProfilerSession {
           activity.startTime = at_host(range.boundaries[i]);
           activity.endTime = at_host(range.boundaries[i + 1]);
           activity.id = id;
-          activity.device = range.stream.device_index();
+          activity.setDevice(range.stream.device_index());
           activity.resource = static_cast<int32_t>(range.stream.id());
           activity.linked = op;
           logger.handleGenericActivity(activity);
