@@ -164,43 +164,51 @@ class Session final : public libkineto::IActivityProfilerSession {
     return errors_;
   }
 
+  // Every push gets its entry, so that pops stay paired with their pushes;
+  // an entry without events (not recording, or the driver failed) reports
+  // nothing.
   void pushCorrelationId(std::uint64_t id) override {
-    guarded([&] {
-      OperatorRange range;
-      range.correlation = id;
-      range.stream = getCurrentStream();
-      range.boundaries.push_back(recordTimedEvent(range.stream));
-      const std::lock_guard<std::mutex> lock(mutex_);
-      if (recording_) {
-        open_[std::this_thread::get_id()].push_back(std::move(range));
-      }
-    });
+    OperatorRange range;
+    range.correlation = id;
+    if (isRecording()) {
+      guarded([&] {
+        range.stream = getCurrentStream();
+        range.boundaries.push_back(recordTimedEvent(range.stream));
+      });
+    }
+    const std::lock_guard<std::mutex> lock(mutex_);
+    open_[std::this_thread::get_id()].push_back(std::move(range));
   }
 
   void popCorrelationId() override {
-    guarded([&] {
-      std::unique_lock<std::mutex> lock(mutex_);
-      auto it = open_.find(std::this_thread::get_id());
-      if (it == open_.end() || it->second.empty()) {
-        return;
-      }
-      OperatorRange range = std::move(it->second.back());
-      it->second.pop_back();
-      lock.unlock();
-      // On the stream of the start, even if the operator switched streams
-      // or devices.
-      std::shared_ptr<void> end = recordTimedEvent(range.stream);
-      lock.lock();
-      range.boundaries.push_back(end);
-      it = open_.find(std::this_thread::get_id());
-      if (!it->second.empty() && it->second.back().stream == range.stream) {
-        std::vector<std::shared_ptr<void>>& caller =
-            it->second.back().boundaries;
-        caller.push_back(range.boundaries.front());
-        caller.push_back(std::move(end));
-      }
-      closed_.push_back(std::move(range));
-    });
+    std::unique_lock<std::mutex> lock(mutex_);
+    auto it = open_.find(std::this_thread::get_id());
+    if (it == open_.end() || it->second.empty()) {
+      return;
+    }
+    OperatorRange range = std::move(it->second.back());
+    it->second.pop_back();
+    if (range.boundaries.empty()) {
+      return;
+    }
+    lock.unlock();
+    // On the stream of the start, even if the operator switched streams or
+    // devices.
+    std::shared_ptr<void> end;
+    guarded([&] { end = recordTimedEvent(range.stream); });
+    if (end == nullptr) {
+      return;
+    }
+    lock.lock();
+    range.boundaries.push_back(end);
+    std::vector<OperatorRange>& open = open_[std::this_thread::get_id()];
+    if (!open.empty() && open.back().stream == range.stream &&
+        !open.back().boundaries.empty()) {
+      std::vector<std::shared_ptr<void>>& caller = open.back().boundaries;
+      caller.push_back(range.boundaries.front());
+      caller.push_back(std::move(end));
+    }
+    closed_.push_back(std::move(range));
   }
 
   void processTrace(libkineto::ActivityLogger& logger) override {
@@ -258,6 +266,11 @@ class Session final : public libkineto::IActivityProfilerSession {
   }
 
  private:
+  bool isRecording() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return recording_;
+  }
+
   // Kineto's callbacks must not throw: a failure becomes one of errors().
   template <class Fn>
   void guarded(Fn fn) {
