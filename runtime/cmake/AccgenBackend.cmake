@@ -91,7 +91,12 @@ set(ACCGEN_RUNTIME_SOURCES_B
   Serialization.cpp HookOps.cpp Quantized.cpp)
 list(TRANSFORM ACCGEN_RUNTIME_SOURCES_A PREPEND "${ACCGEN_RUNTIME_DIR}/src/")
 list(TRANSFORM ACCGEN_RUNTIME_SOURCES_B PREPEND "${ACCGEN_RUNTIME_DIR}/src/")
-set(ACCGEN_RUNTIME_SOURCES ${ACCGEN_RUNTIME_SOURCES_A} ${ACCGEN_RUNTIME_SOURCES_B})
+# Profiler.cpp needs torch's Kineto headers and USE_KINETO (Note
+# [Profiling device time]); it compiles on its own, outside the unity units
+# and the precompiled header, so the macro reaches nothing else.
+set(ACCGEN_RUNTIME_PROFILER_SOURCE "${ACCGEN_RUNTIME_DIR}/src/Profiler.cpp")
+set(ACCGEN_RUNTIME_SOURCES ${ACCGEN_RUNTIME_SOURCES_A} ${ACCGEN_RUNTIME_SOURCES_B}
+    ${ACCGEN_RUNTIME_PROFILER_SOURCE})
 set_source_files_properties(${ACCGEN_RUNTIME_SOURCES_A} PROPERTIES
   UNITY_GROUP accgen_runtime_a)
 set_source_files_properties(${ACCGEN_RUNTIME_SOURCES_B} PROPERTIES
@@ -135,6 +140,11 @@ function(accgen_add_backend name)
   # Torch's headers dominate every translation unit: one precompiled header.
   target_precompile_headers(${core} PRIVATE
     "${ACCGEN_RUNTIME_DIR}/include/accgen/runtime/Precompiled.h")
+  set_source_files_properties(${ACCGEN_RUNTIME_PROFILER_SOURCE} PROPERTIES
+    SKIP_UNITY_BUILD_INCLUSION ON
+    SKIP_PRECOMPILE_HEADERS ON
+    COMPILE_DEFINITIONS USE_KINETO
+    INCLUDE_DIRECTORIES "${ACCGEN_TORCH_DIR}/include/kineto")
   set_target_properties(${core} PROPERTIES
     UNITY_BUILD ON
     UNITY_BUILD_MODE GROUP

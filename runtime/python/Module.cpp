@@ -6,8 +6,11 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <ATen/Context.h>
@@ -141,6 +144,14 @@ class FallbackRoute {
   std::optional<torch::Library> library_;
 };
 
+// The kernel of _sleep: occupies its stream for the microseconds it is
+// given, without touching device memory.
+accError_t sleepKernel(void* user_data) {
+  std::this_thread::sleep_for(
+      std::chrono::microseconds(reinterpret_cast<std::intptr_t>(user_data)));
+  return accSuccess;
+}
+
 }  // namespace
 }  // namespace accgen::runtime
 
@@ -204,6 +215,13 @@ PYBIND11_MODULE(_C, m) {
               static_cast<c10::DeviceType>(device_type));
           (void)exchangeCurrentStream(stream);
         });
+  m.def("_sleep", [](std::int64_t microseconds) {
+    TORCH_CHECK(microseconds >= 0, "_sleep: a negative duration");
+    ACCGEN_CHECK(accLaunchKernel(
+        currentNativeStream(), &sleepKernel,
+        reinterpret_cast<void*>(static_cast<std::intptr_t>(microseconds)),
+        nullptr, 0));
+  });
   m.def("_stream_priority_range", [] {
     const auto [least, greatest] = streamPriorityRange();
     return py::make_tuple(least, greatest);

@@ -295,6 +295,13 @@ class Event(metaclass=_EventType):
         )
 
 
+def _sleep(milliseconds: float) -> None:
+    """Keeps the current stream busy for `milliseconds` with a kernel that
+    sleeps, so that tests can hold work in flight (as torch.cuda._sleep)."""
+    _lazy_init()
+    _C._sleep(int(milliseconds * 1000))
+
+
 def _wrap_stream(packed: tuple[int, int, int]) -> Stream:
     stream_id, device_index, device_type = packed
     return Stream(stream_id=stream_id, device_index=device_index, device_type=device_type)

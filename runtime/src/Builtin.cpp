@@ -1,8 +1,9 @@
 // The builtin operators of the device: the minimal set every PrivateUse1
 // backend needs before any computation works (allocation, views, resizing,
 // copies between host and device and between devices, reading a scalar,
-// re-pointing a tensor at a storage). They are written against the driver
-// interface alone, so a vendor's driver runs them unchanged.
+// re-pointing a tensor at a storage, recording a tensor's use on another
+// stream). They are written against the driver interface alone, so a
+// vendor's driver runs them unchanged.
 //
 // Note [Device copies]
 // Device memory cannot be touched by the host. A copy therefore moves the
@@ -403,6 +404,16 @@ at::Tensor& wrapper_set_(at::Tensor& self) {
   return setStorage(self, std::move(empty), 0, {0}, {});
 }
 
+// Tensor.record_stream: the caching allocator keeps the memory from reuse
+// until the work queued on `stream` when the tensor is freed completed
+// (Note [Device caching allocator]).
+void wrapper_record_stream(at::Tensor& self, at::Stream stream) {
+  TORCH_CHECK(stream.device_type() == kDeviceType,
+              "record_stream expects a stream of device type '", kDeviceName,
+              "', got ", stream);
+  recordStream(self.storage().data_ptr(), stream);
+}
+
 }  // namespace
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -413,6 +424,9 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("as_strided", TORCH_FN(wrapper_as_strided));
   m.impl("empty.memory_format", TORCH_FN(wrapper_empty_memory_format));
   m.impl("empty_strided", TORCH_FN(wrapper_empty_strided));
+  // Not in the builtin set of the specs: the allocator's business rather
+  // than an operator a vendor implements, so every backend has it.
+  m.impl("record_stream", TORCH_FN(wrapper_record_stream));
   m.impl("resize_", TORCH_FN(wrapper_resize_));
   m.impl("set_", TORCH_FN(wrapper_set_));
   m.impl("set_.source_Storage", TORCH_FN(wrapper_set__source_Storage));

@@ -23,4 +23,8 @@ at::PrivateUse1HooksInterface* hooks();
 /// (Serialization.cpp).
 void registerSerialization();
 
+/// Registers the device's profiler stubs and Kineto activity profiler
+/// (Profiler.cpp, Note [Profiling device time]).
+void registerProfiler();
+
 }  // namespace accgen::runtime::detail

@@ -36,6 +36,7 @@ Claim claimDevice() {
   }
   at::RegisterPrivateUse1HooksInterface(detail::hooks());
   detail::registerSerialization();
+  detail::registerProfiler();
   return {true, {}};
 }
 

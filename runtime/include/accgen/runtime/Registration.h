@@ -9,7 +9,7 @@
 // register multiple backend fallbacks"). So nothing registers at load time
 // on its own: the first registration of a backend's library claims the
 // device type (ownsDevice()), and only then do the c10 registrations (name,
-// device guard, allocators, hooks, serialization) and every
+// device guard, allocators, hooks, serialization, profiler) and every
 // ACCGEN_LIBRARY_IMPL block run. A backend that finds the device type taken
 // registers nothing and leaves the first one working; its Python package
 // says once which packages clash and how to choose.
@@ -25,7 +25,8 @@ namespace accgen::runtime {
 
 /// Whether this backend owns PrivateUse1 in this process. The first call
 /// decides: it claims the device type and registers the runtime with c10
-/// (name, device guard, device and host allocators, hooks, serialization)
+/// (name, device guard, device and host allocators, hooks, serialization,
+/// profiler)
 /// unless another backend holds it. Never throws.
 bool ownsDevice() noexcept;
 
