@@ -95,14 +95,14 @@ void appendEmulate(const model::Backend& backend,
     if (op.kind != spec::OpKind::kEmulate) continue;
     const bool hook_group =
         std::any_of(op.members.begin(), op.members.end(), [](const auto& m) {
-          return ops::hookFunction(m.fullName()) != nullptr;
+          return model::hookFunction(m.fullName()) != nullptr;
         });
     for (const auto& m : op.members) {
-      if (hook_group && ops::hookFunction(m.fullName()) == nullptr) continue;
+      if (hook_group && model::hookFunction(m.fullName()) == nullptr) continue;
       members.emplace_back(m.fullName(), &m);
     }
   }
-  for (const ops::HookOperator& hook : ops::hookOperators()) {
+  for (const model::HookOperator& hook : model::hookOperators()) {
     if (backend.findRegistration(hook.name) == nullptr) {
       members.emplace_back(hook.name, nullptr);
     }
@@ -119,7 +119,7 @@ void appendEmulate(const model::Backend& backend,
         std::min(members.size(), (k + 1) * kEmulateShardSize);
     for (std::size_t i = k * kEmulateShardSize; i < end; ++i) {
       const auto& [name, registration] = members[i];
-      if (const char* hook = ops::hookFunction(name)) {
+      if (const char* hook = model::hookFunction(name)) {
         entries.push_back(hookEntry(name, hook));
       } else {
         entries.push_back(emulateEntry(*registration, headers, shapes));

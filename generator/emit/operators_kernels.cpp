@@ -378,7 +378,7 @@ void appendKernelFiles(const model::Backend& backend,
       fields.emplace("ops_header", opsHeader(p.schema()));
       fields.emplace("args", callArgs(p.signature));
       // A hook operator's starter calls the runtime's emulation of it.
-      const char* hook = hookFunction(p.fullName());
+      const char* hook = model::hookFunction(p.fullName());
       fields.emplace("is_hook", hook != nullptr);
       fields.emplace("hook", hook != nullptr ? hook : "");
       for (const auto& m : op.members) {

@@ -66,34 +66,6 @@ std::string callArgs(const schema::CppSignature& signature,
   return out;
 }
 
-const std::vector<HookOperator>& hookOperators() {
-  static const std::vector<HookOperator> kHooks = {
-      {"_scaled_dot_product_fused_attention_overrideable",
-       "::accgen::runtime::hooks::scaledDotProductFusedAttentionOverrideable"},
-      {"_scaled_dot_product_fused_attention_overrideable_backward",
-       "::accgen::runtime::hooks::"
-       "scaledDotProductFusedAttentionOverrideableBackward"},
-      {"_thnn_fused_gru_cell", "::accgen::runtime::hooks::thnnFusedGruCell"},
-      {"_thnn_fused_gru_cell_backward",
-       "::accgen::runtime::hooks::thnnFusedGruCellBackward"},
-      {"_thnn_fused_lstm_cell", "::accgen::runtime::hooks::thnnFusedLstmCell"},
-      {"_thnn_fused_lstm_cell_backward_impl",
-       "::accgen::runtime::hooks::thnnFusedLstmCellBackwardImpl"},
-      {"convolution_backward_overrideable",
-       "::accgen::runtime::hooks::convolutionBackwardOverrideable"},
-      {"convolution_overrideable",
-       "::accgen::runtime::hooks::convolutionOverrideable"},
-  };
-  return kHooks;
-}
-
-const char* hookFunction(const std::string& full_name) {
-  for (const HookOperator& hook : hookOperators()) {
-    if (full_name == hook.name) return hook.function;
-  }
-  return nullptr;
-}
-
 std::string cppEscape(std::string_view text) {
   std::string out;
   for (char c : text) {

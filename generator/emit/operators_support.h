@@ -54,20 +54,6 @@ std::string callArgs(const schema::CppSignature& signature,
 /// Tensor[], Tensor?[]).
 bool isTensorLike(const schema::Binding& binding);
 
-/// The hook operators every backend registers (Note [Hook operators] in
-/// runtime/include/accgen/runtime/HookOps.h), by full name, with the
-/// runtime function that emulates each.
-struct HookOperator {
-  const char* name;  ///< "convolution_overrideable"
-  const char*
-      function;  ///< "::accgen::runtime::hooks::convolutionOverrideable"
-};
-const std::vector<HookOperator>& hookOperators();
-
-/// The runtime function emulating hook operator `full_name`; nullptr for
-/// any other operator.
-const char* hookFunction(const std::string& full_name);
-
 /// A C++ string literal's contents: `"`, `\` and control characters
 /// escaped ("a\"b\n" for a"b and a newline).
 std::string cppEscape(std::string_view text);

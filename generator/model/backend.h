@@ -228,4 +228,18 @@ std::optional<Backend> buildBackend(const spec::Specs& specs,
                                     DiagnosticEngine& diags,
                                     const BuildOptions& options = {});
 
+/// The hook operators every backend registers (Note [Hook operators] in
+/// runtime/include/accgen/runtime/HookOps.h), by full name, with the
+/// runtime function that emulates each.
+struct HookOperator {
+  const char* name;  ///< "convolution_overrideable"
+  const char*
+      function;  ///< "::accgen::runtime::hooks::convolutionOverrideable"
+};
+const std::vector<HookOperator>& hookOperators();
+
+/// The runtime function emulating hook operator `full_name`; nullptr for
+/// any other operator.
+const char* hookFunction(const std::string& full_name);
+
 }  // namespace accgen::model

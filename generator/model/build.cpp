@@ -345,7 +345,9 @@ class BackendBuilder {
                                 "(manual_kernel_registration)");
       return false;
     }
-    if (traits.needs_cpu_kernel && !registry_.hasCpuKernel(fn)) {
+    // The runtime emulates the hook operators without their CPU kernels.
+    if (traits.needs_cpu_kernel && !registry_.hasCpuKernel(fn) &&
+        hookFunction(fn.schema.fullName()) == nullptr) {
       error(
           entry.kind_loc,
           "operator '" + op + "' cannot be " + kind + ": it has no CPU kernel",
@@ -894,6 +896,34 @@ std::optional<Backend> buildBackend(const spec::Specs& specs,
                                     DiagnosticEngine& diags,
                                     const BuildOptions& options) {
   return BackendBuilder(specs, registry, diags, options).build();
+}
+
+const std::vector<HookOperator>& hookOperators() {
+  static const std::vector<HookOperator> kHooks = {
+      {"_scaled_dot_product_fused_attention_overrideable",
+       "::accgen::runtime::hooks::scaledDotProductFusedAttentionOverrideable"},
+      {"_scaled_dot_product_fused_attention_overrideable_backward",
+       "::accgen::runtime::hooks::"
+       "scaledDotProductFusedAttentionOverrideableBackward"},
+      {"_thnn_fused_gru_cell", "::accgen::runtime::hooks::thnnFusedGruCell"},
+      {"_thnn_fused_gru_cell_backward",
+       "::accgen::runtime::hooks::thnnFusedGruCellBackward"},
+      {"_thnn_fused_lstm_cell", "::accgen::runtime::hooks::thnnFusedLstmCell"},
+      {"_thnn_fused_lstm_cell_backward_impl",
+       "::accgen::runtime::hooks::thnnFusedLstmCellBackwardImpl"},
+      {"convolution_backward_overrideable",
+       "::accgen::runtime::hooks::convolutionBackwardOverrideable"},
+      {"convolution_overrideable",
+       "::accgen::runtime::hooks::convolutionOverrideable"},
+  };
+  return kHooks;
+}
+
+const char* hookFunction(const std::string& full_name) {
+  for (const HookOperator& hook : hookOperators()) {
+    if (full_name == hook.name) return hook.function;
+  }
+  return nullptr;
 }
 
 }  // namespace accgen::model

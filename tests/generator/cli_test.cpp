@@ -313,7 +313,8 @@ TEST_F(CliTest, InspectShowsSchemaSignatureAndRegistration) {
   EXPECT_NE(r.out.find("emulate"), std::string::npos) << r.out;
   Result unlisted = accgen("inspect --json lerp.Scalar", project);
   ASSERT_EQ(unlisted.code, 0) << unlisted.err;
-  EXPECT_NE(unlisted.out.find("\"global fallback (cpu)\""), std::string::npos)
+  EXPECT_NE(unlisted.out.find("\"global fallback (emulate)\""),
+            std::string::npos)
       << unlisted.out;
   Result bad = accgen("inspect ad.Tensor", project);
   EXPECT_EQ(bad.code, 3);

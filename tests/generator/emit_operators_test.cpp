@@ -153,7 +153,7 @@ TEST_F(OperatorFiles, EveryKindHasItsFiles) {
                             "kernels/relu.cpp", "kernels/scaled_add.cpp"}));
 }
 
-TEST_F(OperatorFiles, OnlyBuiltinsGiveAutocastAndTheFallback) {
+TEST_F(OperatorFiles, OnlyBuiltinsGiveAutocastTheFallbackAndTheHooks) {
   const auto b = backend(std::string("operators:\n") + kBuiltins,
                          "device: accel\n", "dtype: float16\n");
   std::vector<std::string> paths;
@@ -161,7 +161,46 @@ TEST_F(OperatorFiles, OnlyBuiltinsGiveAutocastAndTheFallback) {
     paths.push_back(f.path);
   std::sort(paths.begin(), paths.end());
   EXPECT_EQ(paths, (std::vector<std::string>{"csrc/ops/Autocast.cpp",
+                                             "csrc/ops/RegisterEmulate_0.cpp",
                                              "csrc/ops/RegisterFallback.cpp"}));
+  // The hook operators, emulated by the runtime, whatever the spec lists.
+  const auto files = rendered(b);
+  const std::string& emulate = files.at("csrc/ops/RegisterEmulate_0.cpp");
+  for (const auto& hook : model::hookOperators()) {
+    EXPECT_TRUE(has(emulate, std::string("m.impl(\"") + hook.name +
+                                 "\", TORCH_FN(" + hook.function + "));"))
+        << hook.name;
+  }
+  EXPECT_FALSE(has(emulate, "emulate::direct()"));
+  // The default global policy: the emulate fallback.
+  EXPECT_TRUE(has(files.at("csrc/ops/RegisterFallback.cpp"),
+                  "m.fallback(torch::CppFunction::"
+                  "makeFromBoxedFunction<&emulateFallback>());"));
+}
+
+TEST_F(OperatorFiles, HookOperatorsMoveToKernelsLikeAnyOther) {
+  const auto files =
+      rendered(backend(std::string("operators:\n") + kBuiltins +
+                       "  - {op: convolution_overrideable, kind: kernel}\n"
+                       "  - {op: _thnn_fused_lstm_cell, kind: emulate}\n"));
+  const std::string& emulate = files.at("csrc/ops/RegisterEmulate_0.cpp");
+  // The kernel replaces the runtime's emulation; the other hooks stay.
+  EXPECT_FALSE(has(emulate, "\"convolution_overrideable\""));
+  EXPECT_TRUE(has(emulate, "\"convolution_backward_overrideable\""));
+  // An emulate entry of a hook is the hook alone: its out= form is a
+  // composite of it, which the CPU kernel could not run.
+  EXPECT_TRUE(has(emulate,
+                  "m.impl(\"_thnn_fused_lstm_cell\", "
+                  "TORCH_FN(::accgen::runtime::hooks::thnnFusedLstmCell));"));
+  EXPECT_FALSE(has(emulate, "_thnn_fused_lstm_cell.out"));
+  const std::string& starter = files.at("kernels/convolution_overrideable.cpp");
+  EXPECT_TRUE(has(starter,
+                  "return ::accgen::runtime::hooks::convolutionOverrideable("
+                  "input, weight, bias, stride, padding, dilation, "
+                  "transposed, output_padding, groups);"))
+      << starter;
+  EXPECT_TRUE(has(files.at("csrc/ops/RegisterKernels.cpp"),
+                  "\"convolution_overrideable\""));
 }
 
 TEST_F(OperatorFiles, StructuredFunctionalsRunThroughTheirOutOverload) {
@@ -186,8 +225,8 @@ TEST_F(OperatorFiles, StructuredFunctionalsRunThroughTheirOutOverload) {
 }
 
 TEST_F(OperatorFiles, EmulateRegistrationsAreShardedInOrder) {
-  // 41 grouped operators, 3 registrations each: 123, two files of at most
-  // 120.
+  // 41 grouped operators, 3 registrations each, and the 8 hook
+  // operators: 131, two files of at most 120.
   std::string ops = std::string("operators:\n") + kBuiltins;
   for (const char* op :
        {"abs",     "acos",  "acosh", "add.Tensor", "asin",    "asinh",
@@ -207,7 +246,9 @@ TEST_F(OperatorFiles, EmulateRegistrationsAreShardedInOrder) {
   const std::string& second = files.at("csrc/ops/RegisterEmulate_1.cpp");
   EXPECT_TRUE(has(first, "part 0 of 2"));
   EXPECT_TRUE(has(second, "part 1 of 2"));
-  // Sorted by (name, overload) across the shards: abs first, trunc_ last.
+  // Sorted by (name, overload) across the shards: the hooks whose names
+  // start with '_' first, trunc_ last.
+  EXPECT_LT(first.find("\"_thnn_fused_gru_cell\""), first.find("\"abs\""));
   EXPECT_LT(first.find("\"abs\""), first.find("\"ceil\""));
   EXPECT_TRUE(has(second, "\"trunc_\""));
   EXPECT_FALSE(has(first, "\"trunc_\""));
@@ -218,7 +259,7 @@ TEST_F(OperatorFiles, EmulateRegistrationsAreShardedInOrder) {
       ++count;
     }
   }
-  EXPECT_EQ(count, 123);
+  EXPECT_EQ(count, 131);
 }
 
 TEST_F(OperatorFiles, KernelGroupsDeriveFromTheirPrimary) {
@@ -327,7 +368,7 @@ TEST_F(OperatorFiles, StubsCustomOperatorsAutocastAndFallback) {
   EXPECT_TRUE(has(fallback, "m.impl(\"cumsum_\","));
   EXPECT_TRUE(has(fallback,
                   "m.fallback(torch::CppFunction::"
-                  "makeFromBoxedFunction<&cpuFallback>());"));
+                  "makeFromBoxedFunction<&emulateFallback>());"));
   EXPECT_FALSE(has(fallback, "notImplemented"));
 }
 

@@ -34,7 +34,7 @@ TEST(BackendSpec, DefaultsComeFromTheDeviceName) {
   EXPECT_EQ(spec->cpp_namespace, "npu");
   EXPECT_EQ(spec->device_count, 2);
   EXPECT_EQ(spec->memory_bytes, std::uint64_t{4} << 30);
-  EXPECT_EQ(spec->fallback, FallbackPolicy::kCpu);
+  EXPECT_EQ(spec->fallback, FallbackPolicy::kEmulate);
   EXPECT_TRUE(spec->features.pinned_memory);
   EXPECT_TRUE(spec->features.autocast);
   EXPECT_EQ(spec->device_loc.str(), "b.yaml:1:9");

@@ -6,7 +6,7 @@
 // The dispatcher calls it for topk. Until you write
 // it, it runs aten's CPU kernel on the device memory (emulate::call), so the
 // backend works from the start. Replace the body with your device's
-// implementation: launch work on the current stream (csrc/runtime/Runtime.h,
+// implementation: launch work on the current stream (accgen/runtime/Runtime.h,
 // accLaunchKernel with the allocations it touches, or accLaunchKernelSync
 // when the kernel reads this stack frame) and keep the signature.
 #include <ATen/core/Tensor.h>

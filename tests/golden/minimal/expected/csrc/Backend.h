@@ -4,13 +4,15 @@
 //
 // accgen's runtime as the tiny backend's own code sees it, the
 // generated registrations and the kernels in kernels/ alike: its API
-// (devices, streams, allocators, generators, emulated execution;
+// (devices, streams, allocators, generators, emulated execution, the
+// hook operators;
 // accgen/runtime/*.h) in namespace tiny, and TINY_CHECK for driver
 // calls.
 #pragma once
 
 #include <accgen/runtime/Driver.h>
 #include <accgen/runtime/Emulate.h>
+#include <accgen/runtime/HookOps.h>
 #include <accgen/runtime/Registration.h>
 #include <accgen/runtime/Runtime.h>
 

@@ -2,12 +2,12 @@
 // Regenerate with `accgen generate`; edits here are reported, not kept.
 // clang-format off
 //
-// The CPU fallback of kindly: the operators listed with kind `fallback`,
-// and every operator without a kindly kernel (the global
-// policy `fallback: cpu`). at::native::cpu_fallback copies the
-// arguments to the CPU, runs the CPU kernel and copies the results back;
-// random operators draw from the kindly generators (Note [Device
-// generators on CPU kernels] in accgen/runtime/CpuGenerator.h). Set
+// The fallbacks of kindly. Operators listed with kind `fallback` run on
+// the CPU: at::native::cpu_fallback copies the arguments to the CPU, runs the
+// CPU kernel and copies the results back. So does every other operator without a
+// kindly kernel (the global policy `fallback: cpu`). Random operators draw from the kindly generators
+// (Note [Device generators on CPU kernels] in accgen/runtime/CpuGenerator.h).
+// torch.kindly.fallback_counts() lists what ran through a fallback; set
 // KINDLY_WARN_FALLBACK=1 to get one warning per operator that ran on the CPU.
 #include "csrc/Backend.h"
 

@@ -7,6 +7,8 @@
 // operator with a C++ meta function is computed through its out= overload
 // into results allocated with the meta shapes; every other form runs
 // directly (Note [How each emulated operator runs] in docs/operators.md).
+// The hook operators (convolution, fused attention) run the runtime's
+// emulation (accgen/runtime/HookOps.h) until the spec gives them a kernel.
 // Moving an operator to real hardware is one word in specs/operators.yaml:
 // kind emulate becomes kernel.
 #include <ATen/ops/add_meta_dispatch.h>
@@ -30,9 +32,17 @@ at::Tensor shape_mm(const at::Tensor& self, const at::Tensor& mat2) {
 }  // namespace
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_scaled_dot_product_fused_attention_overrideable", TORCH_FN(::accgen::runtime::hooks::scaledDotProductFusedAttentionOverrideable));
+  m.impl("_scaled_dot_product_fused_attention_overrideable_backward", TORCH_FN(::accgen::runtime::hooks::scaledDotProductFusedAttentionOverrideableBackward));
+  m.impl("_thnn_fused_gru_cell", TORCH_FN(::accgen::runtime::hooks::thnnFusedGruCell));
+  m.impl("_thnn_fused_gru_cell_backward", TORCH_FN(::accgen::runtime::hooks::thnnFusedGruCellBackward));
+  m.impl("_thnn_fused_lstm_cell", TORCH_FN(::accgen::runtime::hooks::thnnFusedLstmCell));
+  m.impl("_thnn_fused_lstm_cell_backward_impl", TORCH_FN(::accgen::runtime::hooks::thnnFusedLstmCellBackwardImpl));
   m.impl("add.Tensor", emulate::viaOut("add.out", TORCH_FN(shape_add_Tensor)));
   m.impl("add.out", emulate::direct());
   m.impl("add_.Tensor", emulate::direct());
+  m.impl("convolution_backward_overrideable", TORCH_FN(::accgen::runtime::hooks::convolutionBackwardOverrideable));
+  m.impl("convolution_overrideable", TORCH_FN(::accgen::runtime::hooks::convolutionOverrideable));
   m.impl("mm", emulate::viaOut("mm.out", TORCH_FN(shape_mm)));
 }
 

@@ -2,39 +2,39 @@
 // Regenerate with `accgen generate`; edits here are reported, not kept.
 // clang-format off
 //
-// The CPU fallback of tiny: the operators listed with kind `fallback`,
-// and none other: an
-// operator without a tiny kernel raises an error naming it (the global
-// policy `fallback: error`). at::native::cpu_fallback copies the
-// arguments to the CPU, runs the CPU kernel and copies the results back;
-// random operators draw from the tiny generators (Note [Device
-// generators on CPU kernels] in accgen/runtime/CpuGenerator.h). Set
+// The fallbacks of tiny. Operators listed with kind `fallback` run on
+// the CPU: at::native::cpu_fallback copies the arguments to the CPU, runs the
+// CPU kernel and copies the results back. Every other operator without a
+// tiny kernel raises an error naming it (the global policy
+// `fallback: error`). Random operators draw from the tiny generators
+// (Note [Device generators on CPU kernels] in accgen/runtime/CpuGenerator.h).
+// torch.tiny.fallback_counts() lists what ran through a fallback; set
 // TINY_WARN_FALLBACK=1 to get one warning per operator that ran on the CPU.
 #include "csrc/Backend.h"
 
 namespace tiny::fallback {
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  // What torch itself runs to create, print and copy tensors stays on the
-  // CPU until the spec registers it (Note [Operators the error policy keeps]
+  // What torch itself runs to create, print and copy tensors is emulated
+  // until the spec registers it (Note [Operators the error policy keeps]
   // in docs/operators.md).
-  m.impl("abs.out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
-  m.impl("bitwise_and.Tensor_out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
-  m.impl("cat.out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
-  m.impl("ceil.out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
-  m.impl("div.out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
-  m.impl("eq.Scalar_out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
-  m.impl("eq.Tensor_out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
-  m.impl("fill_.Scalar", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
-  m.impl("gt.Scalar_out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
-  m.impl("lt.Scalar_out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
-  m.impl("masked_select", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
-  m.impl("max", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
-  m.impl("min", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
-  m.impl("mul.out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
-  m.impl("ne.Scalar_out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
-  m.impl("ne.Tensor_out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
-  m.impl("zero_", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
+  m.impl("abs.out", torch::CppFunction::makeFromBoxedFunction<&emulateFallback>());
+  m.impl("bitwise_and.Tensor_out", torch::CppFunction::makeFromBoxedFunction<&emulateFallback>());
+  m.impl("cat.out", torch::CppFunction::makeFromBoxedFunction<&emulateFallback>());
+  m.impl("ceil.out", torch::CppFunction::makeFromBoxedFunction<&emulateFallback>());
+  m.impl("div.out", torch::CppFunction::makeFromBoxedFunction<&emulateFallback>());
+  m.impl("eq.Scalar_out", torch::CppFunction::makeFromBoxedFunction<&emulateFallback>());
+  m.impl("eq.Tensor_out", torch::CppFunction::makeFromBoxedFunction<&emulateFallback>());
+  m.impl("fill_.Scalar", torch::CppFunction::makeFromBoxedFunction<&emulateFallback>());
+  m.impl("gt.Scalar_out", torch::CppFunction::makeFromBoxedFunction<&emulateFallback>());
+  m.impl("lt.Scalar_out", torch::CppFunction::makeFromBoxedFunction<&emulateFallback>());
+  m.impl("masked_select", torch::CppFunction::makeFromBoxedFunction<&emulateFallback>());
+  m.impl("max", torch::CppFunction::makeFromBoxedFunction<&emulateFallback>());
+  m.impl("min", torch::CppFunction::makeFromBoxedFunction<&emulateFallback>());
+  m.impl("mul.out", torch::CppFunction::makeFromBoxedFunction<&emulateFallback>());
+  m.impl("ne.Scalar_out", torch::CppFunction::makeFromBoxedFunction<&emulateFallback>());
+  m.impl("ne.Tensor_out", torch::CppFunction::makeFromBoxedFunction<&emulateFallback>());
+  m.impl("zero_", torch::CppFunction::makeFromBoxedFunction<&emulateFallback>());
 }
 
 ACCGEN_LIBRARY_IMPL(_, PrivateUse1, m) {
