@@ -159,6 +159,16 @@ accError_t Stream::runOrdered(Work&& work) {
   if (tls_stream == this || idle()) {
     return runWork(work);
   }
+  // The caller waits either way: waiting for the queued work first and then
+  // running the kernel here keeps it on the calling thread, whose thread
+  // pools (OpenMP) the kernel's CPU code shares with everything else the
+  // caller runs. On the worker it would start pools of its own, which on a
+  // small machine compete with the caller's spinning ones (a small
+  // convolution took twice as long).
+  waitFor(submitted());
+  if (idle()) {
+    return runWork(work);
+  }
   // The item's error must come back to the caller, not become sticky: the
   // kernel-less work kinds report through a slot the caller waits on.
   struct Result {

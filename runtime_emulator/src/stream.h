@@ -37,8 +37,9 @@ class Stream {
   /// destruction started, runs the work at once on the calling thread.
   accError_t submit(Work&& work, uint64_t& seq);
   /// Runs `work` in stream order and returns once it finished: inline when
-  /// the stream is idle (or this is its own worker), else queued and waited
-  /// for. Its error is returned, not made sticky.
+  /// the stream is idle (or this is its own worker) or once the work queued
+  /// before it finished, else (more work arrived meanwhile) queued and
+  /// waited for. Its error is returned, not made sticky.
   accError_t runOrdered(Work&& work);
 
   /// The number of the last submitted item.
