@@ -52,7 +52,11 @@ def main():
     parser.add_argument("--device", default=os.environ.get("ACCGEN_TEST_DEVICE", "accel"))
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="torch.set_num_threads (0: leave as is)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     device = args.device
     try:
         __import__("torch_" + device)

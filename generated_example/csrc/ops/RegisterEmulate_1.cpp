@@ -41,7 +41,6 @@
 #include <ATen/ops/tanh_backward_meta_dispatch.h>
 #include <ATen/ops/tanh_meta_dispatch.h>
 #include <ATen/ops/threshold_backward_meta_dispatch.h>
-#include <ATen/ops/topk_meta_dispatch.h>
 #include "csrc/Backend.h"
 
 namespace accel::emulated {
@@ -213,11 +212,6 @@ at::Tensor shape_threshold_backward(const at::Tensor& grad_output, const at::Ten
   return at::meta::threshold_backward(grad_output, self, threshold);
 }
 
-// The results of topk as meta tensors.
-::std::tuple<at::Tensor, at::Tensor> shape_topk(const at::Tensor& self, c10::SymInt k, int64_t dim, bool largest, bool sorted) {
-  return at::meta::topk_symint(self, k, dim, largest, sorted);
-}
-
 }  // namespace
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -271,6 +265,10 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mul_.Tensor", emulate::direct());
   m.impl("mv", emulate::direct());
   m.impl("mv.out", emulate::direct());
+  m.impl("native_group_norm", emulate::direct());
+  m.impl("native_group_norm_backward", emulate::direct());
+  m.impl("native_layer_norm", emulate::direct());
+  m.impl("native_layer_norm_backward", emulate::direct());
   m.impl("ne.Scalar", emulate::viaOut("ne.Scalar_out", TORCH_FN(shape_ne_Scalar)));
   m.impl("ne.Scalar_out", emulate::direct());
   m.impl("ne.Tensor", emulate::viaOut("ne.Tensor_out", TORCH_FN(shape_ne_Tensor)));
@@ -337,10 +335,6 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("tanh_backward", emulate::viaOut("tanh_backward.grad_input", TORCH_FN(shape_tanh_backward)));
   m.impl("tanh_backward.grad_input", emulate::direct());
   m.impl("threshold_backward", emulate::viaOut("threshold_backward.grad_input", TORCH_FN(shape_threshold_backward)));
-  m.impl("threshold_backward.grad_input", emulate::direct());
-  m.impl("topk", emulate::viaOut("topk.values", TORCH_FN(shape_topk)));
-  m.impl("topk.values", emulate::direct());
-  m.impl("unfold", emulate::direct());
 }
 
 }  // namespace accel::emulated

@@ -11,12 +11,25 @@
 // emulation (accgen/runtime/HookOps.h) until the spec gives them a kernel.
 // Moving an operator to real hardware is one word in specs/operators.yaml:
 // kind emulate becomes kernel.
-
+#include <ATen/ops/topk_meta_dispatch.h>
 #include "csrc/Backend.h"
 
 namespace accel::emulated {
 
+namespace {
+
+// The results of topk as meta tensors.
+::std::tuple<at::Tensor, at::Tensor> shape_topk(const at::Tensor& self, c10::SymInt k, int64_t dim, bool largest, bool sorted) {
+  return at::meta::topk_symint(self, k, dim, largest, sorted);
+}
+
+}  // namespace
+
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("threshold_backward.grad_input", emulate::direct());
+  m.impl("topk", emulate::viaOut("topk.values", TORCH_FN(shape_topk)));
+  m.impl("topk.values", emulate::direct());
+  m.impl("unfold", emulate::direct());
   m.impl("uniform_", emulate::direct());
   m.impl("var.correction", emulate::direct());
   m.impl("var.correction_out", emulate::direct());
