@@ -14,7 +14,6 @@ Targets (docs/operators.md): device/cpu <= 1.25 at the small size and <= 1.10
 at the larger one. The emulator's environment (ACCGEN_EMU_PROTECT, ...)
 applies.
 """
-import argparse
 import json
 import os
 import pathlib
@@ -25,6 +24,7 @@ import time
 import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import common  # noqa: E402
 import models  # noqa: E402
 
 TARGETS = {"small": 1.25, "large": 1.10}
@@ -48,24 +48,9 @@ def trainer(case, model, batch, device, sync):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--device", default=os.environ.get("ACCGEN_TEST_DEVICE", "accel"))
-    parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--json", help="also write the figures to this file")
-    parser.add_argument("--threads", type=int, default=0,
-                        help="torch.set_num_threads (0: leave as is)")
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = common.parse_args(__doc__)
     device = args.device
-    try:
-        __import__("torch_" + device)
-    except ImportError:
-        pass
-    mod = getattr(torch, device)
-
-    def sync_cpu():
-        pass
+    mod = common.device_module(device)
 
     rows = []
     print(f"{'model':12} {'size':5} {'params':>9}  {'cpu ms':>8} "
@@ -77,7 +62,7 @@ def main():
             twin = models.MODELS[name](size).model
             twin.load_state_dict(case.model.state_dict())
             batch = case.batch()
-            cpu_step = trainer(case, case.model, batch, "cpu", sync_cpu)
+            cpu_step = trainer(case, case.model, batch, "cpu", common.sync_cpu)
             dev_step = trainer(case, twin, batch, device, mod.synchronize)
             for step in (cpu_step, dev_step):  # warm-up: caches, allocator
                 step()

@@ -31,7 +31,6 @@ alike. Ratios are device/cpu, emulate/cpu and cpu-fb/emulate. Targets
 small emulate/cpu <= 2, large cpu-fb/emulate >= 3.
 The emulator's environment (ACCGEN_EMU_PROTECT, ACCGEN_EMU_SPIN_US) applies.
 """
-import argparse
 import json
 import os
 import statistics
@@ -39,6 +38,9 @@ import sys
 import time
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
 
 CASES = {
     # name: (functional, out= form, small arg shapes, large arg shapes)
@@ -112,25 +114,10 @@ class Route:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--device", default=os.environ.get("ACCGEN_TEST_DEVICE", "accel"))
-    parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--json", help="also write the figures to this file")
-    parser.add_argument("--threads", type=int, default=0,
-                        help="torch.set_num_threads (0: leave as is)")
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = common.parse_args(__doc__)
     device = args.device
-    try:
-        __import__("torch_" + device)
-    except ImportError:
-        pass
-    mod = getattr(torch, device)
+    mod = common.device_module(device)
     sync_dev = mod.synchronize
-
-    def sync_cpu():
-        pass
 
     rows = []
     print(f"{'op':8} {'size':5} {'elements':>9}  {'cpu':>9} {'device':>9} "
@@ -148,9 +135,9 @@ def main():
             cpu_out = torch.empty_like(want)
             dev_out = torch.empty_like(want, device=device)
             s_cpu, s_dev, s_cpu_out, s_dev_out = timeit(
-                [(lambda: fn(*cpu_args), sync_cpu),
+                [(lambda: fn(*cpu_args), common.sync_cpu),
                  (lambda: fn(*dev_args), sync_dev),
-                 (lambda: out_fn(*cpu_args, out=cpu_out), sync_cpu),
+                 (lambda: out_fn(*cpu_args, out=cpu_out), common.sync_cpu),
                  (lambda: out_fn(*dev_args, out=dev_out), sync_dev)],
                 args.repeat)
             # A route replaces the device kernels while active: its rounds
@@ -165,7 +152,7 @@ def main():
                         s_fb[fallback] += timeit(
                             [(lambda: fn(*dev_args), sync_dev)], 1)[0]
                     s_cpu2[fallback] += timeit(
-                        [(lambda: fn(*cpu_args), sync_cpu)], 1)[0]
+                        [(lambda: fn(*cpu_args), common.sync_cpu)], 1)[0]
             med = statistics.median
             elems = sum(a.numel() for a in cpu_args)
             rows.append({"op": name, "size": size, "elements": elems,

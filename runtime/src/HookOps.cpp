@@ -120,6 +120,9 @@ at::Tensor convolutionOverrideable(
   return emulate::copyToDevice(result.contiguous(), host.device());
 }
 
+// The hooks' parameters are the dispatcher's unboxed signature, which takes
+// c10::SymInt by value.
+// NOLINTBEGIN(performance-unnecessary-value-param)
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolutionBackwardOverrideable(
     const at::Tensor& grad_output, const at::Tensor& input,
     const at::Tensor& weight, c10::SymIntArrayRef stride,
@@ -252,6 +255,7 @@ scaledDotProductFusedAttentionOverrideableBackward(
   });
   return {grad_query, grad_key, grad_value, grad_bias};
 }
+// NOLINTEND(performance-unnecessary-value-param)
 
 namespace {
 

@@ -132,10 +132,22 @@ RunResult runCase(const fs::path& case_root) {
                          : static_cast<int>(ExitCode::kOk)};
 }
 
+// <tmp>/accgen_errors_<pid>/<name>: a case's directory in this process's.
+fs::path caseRoot(const std::string& name) {
+  return fs::temp_directory_path() /
+         ("accgen_errors_" + std::to_string(::getpid())) / name;
+}
+
+// Removes a case's directory, and the process's when it is the last.
+void removeCase(const fs::path& root) {
+  fs::remove_all(root);
+  std::error_code not_empty;
+  fs::remove(root.parent_path(), not_empty);
+}
+
 // Builds <tmp>/<case>/specs from base/ and the case's own files.
 fs::path assembleCase(const std::string& name) {
-  fs::path root = fs::temp_directory_path() /
-                  ("accgen_errors_" + std::to_string(::getpid())) / name;
+  fs::path root = caseRoot(name);
   fs::remove_all(root);
   fs::create_directories(root / "specs");
   for (const auto& f : kSpecFiles) {
@@ -169,7 +181,7 @@ TEST_P(ErrorCase, MatchesExpected) {
   fs::path dir = kErrorsDir / name;
   fs::path root = assembleCase(name);
   RunResult result = runCase(root);
-  fs::remove_all(root);
+  removeCase(root);
 
   if (const char* update = std::getenv("ACCGEN_UPDATE_GOLDEN");
       update && std::string(update) == "1") {
@@ -202,15 +214,14 @@ INSTANTIATE_TEST_SUITE_P(Errors, ErrorCase, ::testing::ValuesIn(caseNames()),
 // The base set itself is valid and complete, so that each case's output is
 // caused by its own files alone.
 TEST(ErrorCases, BaseIsValid) {
-  fs::path root = fs::temp_directory_path() /
-                  ("accgen_errors_" + std::to_string(::getpid())) / "base";
+  fs::path root = caseRoot("base");
   fs::remove_all(root);
   fs::create_directories(root / "specs");
   for (const auto& f : kSpecFiles) {
     fs::copy_file(kErrorsDir / "base" / f, root / "specs" / f);
   }
   RunResult result = runCase(root);
-  fs::remove_all(root);
+  removeCase(root);
   EXPECT_EQ(result.diagnostics, "");
   EXPECT_EQ(result.exit_code, 0);
 }
