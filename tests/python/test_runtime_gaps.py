@@ -33,7 +33,10 @@ def test_record_stream_defers_reuse_until_the_stream_completes(device, mod):
     side.wait_stream(mod.current_stream())
     with mod.stream(side):
         mod._sleep(_IN_FLIGHT_MS)
-        doubled = source * 2  # reads `source` once the sleep ran
+        # A device copy is queued, not waited for: it reads `source` once
+        # the sleep ran. (An emulated operator would wait for it.)
+        copied = torch.empty_like(source)
+        copied.copy_(source)
     source.record_stream(side)
     del source  # freed on the main stream while the side stream needs it
 
@@ -41,7 +44,7 @@ def test_record_stream_defers_reuse_until_the_stream_completes(device, mod):
     assert not side.query(), "the side stream finished too early to check"
     assert replacement.data_ptr() != pointer
     side.synchronize()
-    torch.testing.assert_close(doubled.cpu(), host * 2)
+    torch.testing.assert_close(copied.cpu(), host)
     # Once the side stream's work completed, the block is cached again.
     again = torch.empty(1024, 256, device=device)
     assert again.data_ptr() == pointer
