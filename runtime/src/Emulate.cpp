@@ -802,6 +802,51 @@ class EmulateKernel final : public c10::OperatorKernel {
   std::unique_ptr<OutPlan> out_plan_;
 };
 
+// Plans of type T by operator, made on first use and kept for the life of
+// the process: the emulate fallback's, and those of operators emulated
+// through runBoxed (kernel starters). Lookups share a lock; a plan is made
+// outside it, and the first one made for an operator is kept.
+template <class T>
+class PlanCache {
+ public:
+  template <class Make>
+  T& of(const c10::OperatorHandle& op, Make make) {
+    {
+      std::shared_lock<std::shared_mutex> lock(mutex_);
+      const auto it = plans_.find(op.operator_name());
+      if (it != plans_.end()) {
+        return *it->second;
+      }
+    }
+    std::unique_ptr<T> plan = make();
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    auto [it, inserted] = plans_.try_emplace(op.operator_name(), nullptr);
+    if (inserted) {
+      it->second = std::move(plan);
+    }
+    return *it->second;
+  }
+
+  template <class Fn>
+  void forEach(Fn fn) const {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    for (const auto& [name, plan] : plans_) {
+      fn(name, *plan);
+    }
+  }
+
+ private:
+  mutable std::shared_mutex mutex_;
+  std::unordered_map<c10::OperatorName, std::unique_ptr<T>> plans_;
+};
+
+template <class T>
+PlanCache<T>& planCache() {
+  // Never destroyed: operators may still run during static destruction.
+  static auto* cache = new PlanCache<T>();
+  return *cache;
+}
+
 // Note [Emulate fallback]
 // `fallback: emulate` runs every operator the backend does not register the
 // way `emulate` entries run: a functional operator with an out= overload
@@ -810,8 +855,7 @@ class EmulateKernel final : public c10::OperatorKernel {
 // shapes is computed through that overload, straight into device memory;
 // any other operator runs its CPU kernel on host aliases, and new results
 // are copied to the device once. Each operator's plan is made on first use
-// and kept for the life of the process; its calls are counted for
-// fallbackCounts().
+// (PlanCache); its calls are counted for fallbackCounts().
 struct FallbackPlan {
   explicit FallbackPlan(const c10::OperatorHandle& op) : direct(op.schema()) {
     random_without_generator =
@@ -906,46 +950,6 @@ struct FallbackPlan {
   }
 };
 
-// The plans of the emulate fallback, by operator.
-class FallbackPlans {
- public:
-  FallbackPlan& of(const c10::OperatorHandle& op) {
-    {
-      std::shared_lock<std::shared_mutex> lock(mutex_);
-      const auto it = plans_.find(op.operator_name());
-      if (it != plans_.end()) {
-        return *it->second;
-      }
-    }
-    auto plan = std::make_unique<FallbackPlan>(op);
-    std::unique_lock<std::shared_mutex> lock(mutex_);
-    auto [it, inserted] = plans_.try_emplace(op.operator_name(), nullptr);
-    if (inserted) {
-      it->second = std::move(plan);
-    }
-    return *it->second;
-  }
-
-  std::vector<std::pair<std::string, int64_t>> counts() const {
-    std::shared_lock<std::shared_mutex> lock(mutex_);
-    std::vector<std::pair<std::string, int64_t>> out;
-    for (const auto& [name, plan] : plans_) {
-      out.emplace_back(c10::toString(name), plan->calls.load());
-    }
-    return out;
-  }
-
- private:
-  mutable std::shared_mutex mutex_;
-  std::unordered_map<c10::OperatorName, std::unique_ptr<FallbackPlan>> plans_;
-};
-
-FallbackPlans& fallbackPlans() {
-  // Never destroyed: operators may still run during static destruction.
-  static auto* plans = new FallbackPlans();
-  return *plans;
-}
-
 // While a random CPU kernel without a generator argument runs for the
 // device, the CPU default generator carries the state of the device's
 // default generator, which gets the advanced state back: seeding through
@@ -976,27 +980,17 @@ class DefaultGeneratorSwap {
   at::Tensor saved_;
 };
 
-// Plans of operators emulated through runBoxed (kernel starters), made on
-// first use and kept for the life of the process.
+// The plan of an operator emulated through runBoxed.
 template <class T>
 const T& cachedPlan(const c10::OperatorHandle& op,
                     const c10::OperatorHandle* out) {
-  static std::mutex mutex;
-  static auto* plans =
-      new std::vector<std::pair<c10::OperatorName, std::unique_ptr<T>>>();
-  std::lock_guard<std::mutex> lock(mutex);
-  for (const auto& [name, plan] : *plans) {
-    if (name == op.operator_name()) {
-      return *plan;
+  return planCache<T>().of(op, [&] {
+    if constexpr (std::is_same_v<T, Plan>) {
+      return std::make_unique<T>(op.schema());
+    } else {
+      return std::make_unique<T>(op.schema(), out->schema());
     }
-  }
-  if constexpr (std::is_same_v<T, Plan>) {
-    plans->emplace_back(op.operator_name(), std::make_unique<T>(op.schema()));
-  } else {
-    plans->emplace_back(op.operator_name(),
-                        std::make_unique<T>(op.schema(), out->schema()));
-  }
-  return *plans->back().second;
+  });
 }
 
 }  // namespace
@@ -1031,6 +1025,43 @@ at::Tensor metaTensor(const at::Tensor& t) {
 void runOnDevice(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
                  c10::function_ref<void()> fn) {
   launchAndWait(device, buffers, fn, /*fresh_results=*/false);
+}
+
+at::Tensor HostViews::operator()(const at::Tensor& device_tensor) {
+  if (!device_tensor.defined()) {
+    return device_tensor;
+  }
+  TORCH_CHECK(device_tensor.device().type() == kDeviceType,
+              "expected a tensor on device '", kDeviceName, "', got one on ",
+              device_tensor.device());
+  if (device_ < 0) {
+    device_ = device_tensor.device().index();
+  }
+  TORCH_CHECK(device_tensor.device().index() == device_,
+              "Expected all tensors to be on the same device, but found "
+              "at least two devices, ",
+              c10::Device(kDeviceType, device_), " and ",
+              device_tensor.device(), "!");
+  if (const void* data = device_tensor.storage().data(); data != nullptr) {
+    buffers_.push_back(data);
+  }
+  return hostAlias(device_tensor);
+}
+
+std::optional<at::Tensor> HostViews::operator()(
+    const std::optional<at::Tensor>& t) {
+  if (!t.has_value()) {
+    return std::nullopt;
+  }
+  return (*this)(*t);
+}
+
+void HostViews::run(c10::function_ref<void()> fn) const {
+  runOnDevice(device().index(), buffers_, fn);
+}
+
+c10::Device HostViews::device() const {
+  return {kDeviceType, device_ < 0 ? currentDevice() : device_};
 }
 
 void HostGenerators::borrow(const c10::FunctionSchema& schema,
@@ -1088,7 +1119,12 @@ void runBoxed(const c10::OperatorHandle& op, const c10::OperatorHandle* out_op,
 }
 
 std::vector<std::pair<std::string, int64_t>> fallbackCalls() {
-  return fallbackPlans().counts();
+  std::vector<std::pair<std::string, int64_t>> calls;
+  planCache<FallbackPlan>().forEach(
+      [&](const c10::OperatorName& name, const FallbackPlan& plan) {
+        calls.emplace_back(c10::toString(name), plan.calls.load());
+      });
+  return calls;
 }
 
 }  // namespace accgen::runtime::emulate
@@ -1096,7 +1132,8 @@ std::vector<std::pair<std::string, int64_t>> fallbackCalls() {
 namespace accgen::runtime {
 
 void emulateFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  emulate::FallbackPlan& plan = emulate::fallbackPlans().of(op);
+  emulate::FallbackPlan& plan = emulate::planCache<emulate::FallbackPlan>().of(
+      op, [&] { return std::make_unique<emulate::FallbackPlan>(op); });
   plan.calls.fetch_add(1, std::memory_order_relaxed);
   std::optional<emulate::DefaultGeneratorSwap> generator;
   if (plan.random_without_generator) {

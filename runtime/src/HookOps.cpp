@@ -32,50 +32,6 @@
 namespace accgen::runtime::hooks {
 namespace {
 
-// The device tensors one hook reads and writes, their host aliases, and
-// the allocations its kernel may touch.
-class HostViews {
- public:
-  at::Tensor operator()(const at::Tensor& device_tensor) {
-    if (!device_tensor.defined()) {
-      return device_tensor;
-    }
-    TORCH_CHECK(device_tensor.device().type() == kDeviceType,
-                "expected a tensor on device '", kDeviceName, "', got one on ",
-                device_tensor.device());
-    if (device_ < 0) {
-      device_ = device_tensor.device().index();
-    }
-    TORCH_CHECK(device_tensor.device().index() == device_,
-                "Expected all tensors to be on the same device, but found "
-                "at least two devices, ",
-                c10::Device(kDeviceType, device_), " and ",
-                device_tensor.device(), "!");
-    if (const void* data = device_tensor.storage().data(); data != nullptr) {
-      buffers_.push_back(data);
-    }
-    return emulate::hostAlias(device_tensor);
-  }
-  std::optional<at::Tensor> operator()(const std::optional<at::Tensor>& t) {
-    if (!t.has_value()) {
-      return std::nullopt;
-    }
-    return (*this)(*t);
-  }
-
-  // Runs `fn` as a kernel on the current stream with access to every
-  // tensor viewed so far.
-  void run(c10::function_ref<void()> fn) const {
-    emulate::runOnDevice(device_, buffers_, fn);
-  }
-
-  c10::Device device() const { return {kDeviceType, device_}; }
-
- private:
-  c10::SmallVector<const void*, 8> buffers_;
-  c10::DeviceIndex device_ = -1;
-};
-
 std::vector<int64_t> concrete(c10::SymIntArrayRef values) {
   return C10_AS_INTARRAYREF_SLOW(values).vec();
 }
@@ -99,6 +55,53 @@ at::Tensor emptyWithLayoutOf(const at::Tensor& like, at::IntArrayRef sizes,
                            like.options().dtype(dtype).device(like.device()));
 }
 
+// The host tensors `host` copied to new contiguous device tensors (the
+// layout the meta kernels give); undefined ones stay undefined.
+template <std::size_t N>
+std::array<at::Tensor, N> toDevice(const std::array<at::Tensor, N>& host,
+                                   c10::Device device) {
+  std::array<at::Tensor, N> out;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (host[i].defined()) {
+      out[i] = emulate::copyToDevice(host[i].contiguous(), device);
+    }
+  }
+  return out;
+}
+
+// The host views of what a fused LSTM or GRU cell takes: the gates from
+// the input and from the hidden state, the cell's state, and the optional
+// biases of each gate set.
+struct CellInputs {
+  CellInputs(emulate::HostViews& host, const at::Tensor& input_gates,
+             const at::Tensor& hidden_gates, const at::Tensor& cell_state,
+             const std::optional<at::Tensor>& input_bias,
+             const std::optional<at::Tensor>& hidden_bias)
+      : input(host(input_gates)),
+        hidden(host(hidden_gates)),
+        state(host(cell_state)),
+        input_bias(host(input_bias)),
+        hidden_bias(host(hidden_bias)) {}
+
+  // Inside the cell's kernel: the input and hidden gates with their biases.
+  std::pair<at::Tensor, at::Tensor> gates() const {
+    if (input_bias.has_value() && input_bias->defined()) {
+      return {input.add(*input_bias), hidden.add(*hidden_bias)};
+    }
+    return {input, hidden};
+  }
+
+  at::Tensor input;
+  at::Tensor hidden;
+  at::Tensor state;
+  std::optional<at::Tensor> input_bias;
+  std::optional<at::Tensor> hidden_bias;
+};
+
+at::Tensor orZeros(const at::Tensor& grad, const at::Tensor& like) {
+  return grad.defined() ? grad : at::zeros_like(like);
+}
+
 }  // namespace
 
 at::Tensor convolutionOverrideable(
@@ -106,7 +109,7 @@ at::Tensor convolutionOverrideable(
     const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride,
     c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, bool transposed,
     c10::SymIntArrayRef output_padding, c10::SymInt groups) {
-  HostViews host;
+  emulate::HostViews host;
   const at::Tensor h_input = host(input);
   const at::Tensor h_weight = host(weight);
   const std::optional<at::Tensor> h_bias = host(bias);
@@ -129,26 +132,22 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolutionBackwardOverrideable(
     c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, bool transposed,
     c10::SymIntArrayRef output_padding, c10::SymInt groups,
     std::array<bool, 3> output_mask) {
-  HostViews host;
+  emulate::HostViews host;
   const at::Tensor h_grad = host(grad_output);
   const at::Tensor h_input = host(input);
   const at::Tensor h_weight = host(weight);
   const int64_t num_groups = groups.expect_int();
   const std::vector<int64_t> bias_sizes = {weight.size(transposed ? 1 : 0) *
                                            (transposed ? num_groups : 1)};
-  std::tuple<at::Tensor, at::Tensor, at::Tensor> grads;
+  std::array<at::Tensor, 3> grads;
   host.run([&] {
-    grads = at::convolution_backward(
+    std::tie(grads[0], grads[1], grads[2]) = at::convolution_backward(
         h_grad, h_input, h_weight, bias_sizes, concrete(stride),
         concrete(padding), concrete(dilation), transposed,
         concrete(output_padding), num_groups, output_mask);
   });
-  auto to_device = [&](const at::Tensor& g) {
-    return g.defined() ? emulate::copyToDevice(g.contiguous(), host.device())
-                       : g;
-  };
-  return {to_device(std::get<0>(grads)), to_device(std::get<1>(grads)),
-          to_device(std::get<2>(grads))};
+  auto [grad_input, grad_weight, grad_bias] = toDevice(grads, host.device());
+  return {grad_input, grad_weight, grad_bias};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt,
@@ -171,7 +170,7 @@ scaledDotProductFusedAttentionOverrideable(
   at::Tensor out = emptyWithLayoutOf(query, out_sizes, query.scalar_type());
   at::Tensor logsumexp =
       at::empty({batch, heads, length_q}, query.options().dtype(at::kFloat));
-  HostViews host;
+  emulate::HostViews host;
   const at::Tensor h_query = host(query);
   const at::Tensor h_key = host(key);
   const at::Tensor h_value = host(value);
@@ -205,7 +204,7 @@ scaledDotProductFusedAttentionOverrideableBackward(
   at::Tensor grad_value = at::empty_like(value);
   at::Tensor grad_bias =
       attn_bias.defined() ? at::empty_like(attn_bias) : at::Tensor();
-  HostViews host;
+  emulate::HostViews host;
   const at::Tensor h_grad_out = host(grad_out);
   const at::Tensor h_query = host(query);
   const at::Tensor h_key = host(key);
@@ -257,45 +256,18 @@ scaledDotProductFusedAttentionOverrideableBackward(
 }
 // NOLINTEND(performance-unnecessary-value-param)
 
-namespace {
-
-// The tensors of `host_results` copied to new device tensors (undefined
-// ones stay undefined).
-template <std::size_t N>
-std::array<at::Tensor, N> toDevice(const std::array<at::Tensor, N>& host,
-                                   c10::Device device) {
-  std::array<at::Tensor, N> out;
-  for (std::size_t i = 0; i < N; ++i) {
-    if (host[i].defined()) {
-      out[i] = emulate::copyToDevice(host[i].contiguous(), device);
-    }
-  }
-  return out;
-}
-
-at::Tensor orZeros(const at::Tensor& grad, const at::Tensor& like) {
-  return grad.defined() ? grad : at::zeros_like(like);
-}
-
-}  // namespace
-
 std::tuple<at::Tensor, at::Tensor, at::Tensor> thnnFusedLstmCell(
     const at::Tensor& input_gates, const at::Tensor& hidden_gates,
     const at::Tensor& cx, const std::optional<at::Tensor>& input_bias,
     const std::optional<at::Tensor>& hidden_bias) {
-  HostViews host;
-  const at::Tensor h_input = host(input_gates);
-  const at::Tensor h_hidden = host(hidden_gates);
-  const at::Tensor h_cx = host(cx);
-  const std::optional<at::Tensor> h_input_bias = host(input_bias);
-  const std::optional<at::Tensor> h_hidden_bias = host(hidden_bias);
+  emulate::HostViews host;
+  const CellInputs cell_inputs(host, input_gates, hidden_gates, cx, input_bias,
+                               hidden_bias);
+  const at::Tensor& h_cx = cell_inputs.state;
   std::array<at::Tensor, 3> results;
   host.run([&] {
-    at::Tensor gates = h_input.add(h_hidden);
-    if (h_input_bias.has_value() && h_input_bias->defined()) {
-      gates = gates.add(*h_input_bias).add(*h_hidden_bias);
-    }
-    const auto chunks = gates.chunk(4, 1);
+    const auto [input, hidden] = cell_inputs.gates();
+    const auto chunks = input.add(hidden).chunk(4, 1);
     const at::Tensor in = chunks[0].sigmoid();
     const at::Tensor forget = chunks[1].sigmoid();
     const at::Tensor cell = chunks[2].tanh();
@@ -312,7 +284,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> thnnFusedLstmCellBackwardImpl(
     const std::optional<at::Tensor>& grad_hy,
     const std::optional<at::Tensor>& grad_cy, const at::Tensor& cx,
     const at::Tensor& cy, const at::Tensor& workspace, bool has_bias) {
-  HostViews host;
+  emulate::HostViews host;
   const std::optional<at::Tensor> h_grad_hy = host(grad_hy);
   const std::optional<at::Tensor> h_grad_cy = host(grad_cy);
   const at::Tensor h_cx = host(cx);
@@ -347,20 +319,13 @@ std::tuple<at::Tensor, at::Tensor> thnnFusedGruCell(
     const at::Tensor& input_gates, const at::Tensor& hidden_gates,
     const at::Tensor& hx, const std::optional<at::Tensor>& input_bias,
     const std::optional<at::Tensor>& hidden_bias) {
-  HostViews host;
-  const at::Tensor h_input = host(input_gates);
-  const at::Tensor h_hidden = host(hidden_gates);
-  const at::Tensor h_hx = host(hx);
-  const std::optional<at::Tensor> h_input_bias = host(input_bias);
-  const std::optional<at::Tensor> h_hidden_bias = host(hidden_bias);
+  emulate::HostViews host;
+  const CellInputs cell_inputs(host, input_gates, hidden_gates, hx, input_bias,
+                               hidden_bias);
+  const at::Tensor& h_hx = cell_inputs.state;
   std::array<at::Tensor, 2> results;
   host.run([&] {
-    at::Tensor input = h_input;
-    at::Tensor hidden = h_hidden;
-    if (h_input_bias.has_value() && h_input_bias->defined()) {
-      input = input.add(*h_input_bias);
-      hidden = hidden.add(*h_hidden_bias);
-    }
+    const auto [input, hidden] = cell_inputs.gates();
     const auto i = input.chunk(3, 1);
     const auto h = hidden.chunk(3, 1);
     const at::Tensor reset = i[0].add(h[0]).sigmoid();
@@ -378,7 +343,7 @@ std::tuple<at::Tensor, at::Tensor> thnnFusedGruCell(
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>
 thnnFusedGruCellBackward(const at::Tensor& grad_hy, const at::Tensor& workspace,
                          bool has_bias) {
-  HostViews host;
+  emulate::HostViews host;
   const at::Tensor h_grad = host(grad_hy);
   const at::Tensor h_workspace = host(workspace);
   std::array<at::Tensor, 5> results;

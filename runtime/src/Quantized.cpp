@@ -9,7 +9,7 @@
 // are those of the underlying integer type. ATen's quantizers and
 // allocation are device-generic (new_qtensor allocates through the device's
 // allocator), so they are registered as they are. What computes runs as a
-// kernel on the device (emulate::runOnDevice): the CPU's quantize and
+// kernel on the device (emulate::HostViews): the CPU's quantize and
 // dequantize read host aliases of the device memory, and the integers are
 // reached through a dense view of the underlying type over the same storage
 // (integerView), which also serves int_repr and copies. Per-channel
@@ -18,8 +18,6 @@
 // naming it and the device (the fallback of QuantizedPrivateUse1); a vendor
 // registers device kernels on the same keys (docs/operators.md, "Sparse and
 // quantized tensors").
-#include <initializer_list>
-#include <vector>
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/_copy_from.h>
@@ -106,31 +104,15 @@ struct HostQuantizer {
   }
 };
 
-// Runs `fn` as a kernel on the device of `tensors`, with access to their
-// memory.
-void runOn(std::initializer_list<at::Tensor> tensors,
-           c10::function_ref<void()> fn) {
-  std::vector<const void*> buffers;
-  c10::DeviceIndex device = currentDevice();
-  for (const at::Tensor& t : tensors) {
-    device = t.device().index();
-    if (t.storage().data() != nullptr) {
-      buffers.push_back(t.storage().data());
-    }
-  }
-  emulate::runOnDevice(device, buffers, fn);
-}
-
 // `q` (allocated on the device) receives the integers of `quantize` run on
 // the host alias of `self`.
 at::Tensor quantizeInto(
     const at::Tensor& self, const at::Tensor& q,
     c10::function_ref<at::Tensor(const at::Tensor&)> quantize) {
-  const at::Tensor integers = integerView(q);
-  runOn({self, q}, [&] {
-    emulate::hostAlias(integers).copy_(
-        quantize(emulate::hostAlias(self)).int_repr());
-  });
+  emulate::HostViews host;
+  const at::Tensor host_self = host(self);
+  at::Tensor host_integers = host(integerView(q));
+  host.run([&] { host_integers.copy_(quantize(host_self).int_repr()); });
   return q;
 }
 
@@ -171,10 +153,11 @@ at::Tensor wrapper_dequantize_self(const at::Tensor& self) {
   const HostQuantizer quantizer(self);
   at::Tensor result = at::empty(self.sizes(), self.options().dtype(at::kFloat),
                                 self.suggest_memory_format());
-  const at::Tensor integers = integerView(self);
-  runOn({self, result}, [&] {
-    emulate::hostAlias(result).copy_(
-        quantizer.quantized(emulate::hostAlias(integers)).dequantize());
+  emulate::HostViews host;
+  const at::Tensor host_integers = host(integerView(self));
+  at::Tensor host_result = host(result);
+  host.run([&] {
+    host_result.copy_(quantizer.quantized(host_integers).dequantize());
   });
   return result;
 }

@@ -56,6 +56,27 @@ at::Tensor metaTensor(const at::Tensor& t);
 void runOnDevice(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
                  c10::function_ref<void()> fn);
 
+/// The device tensors one piece of CPU code reads and writes. Viewing one
+/// (`views(t)`) gives its host alias and records its allocation; run()
+/// runs the code as a kernel on their device's current stream with access
+/// to exactly those allocations, and waits for it (runOnDevice). Undefined
+/// tensors and nullopt pass through.
+class HostViews {
+ public:
+  at::Tensor operator()(const at::Tensor& device_tensor);
+  std::optional<at::Tensor> operator()(const std::optional<at::Tensor>& t);
+
+  /// Runs `fn` with access to every tensor viewed so far.
+  void run(c10::function_ref<void()> fn) const;
+
+  /// The device of the tensors viewed (the current one before any).
+  c10::Device device() const;
+
+ private:
+  std::vector<const void*> buffers_;
+  c10::DeviceIndex device_ = -1;
+};
+
 /// The kernel for an operator that writes its arguments or returns views of
 /// them (in-place, out=, view operators), or that has no out= overload with
 /// a C++ shape function: its CPU kernel runs on the device memory; new
