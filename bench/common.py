@@ -1,7 +1,10 @@
 """What the device benchmarks share: their command line and the device
 module of the backend under test."""
 import argparse
+import json
 import os
+import statistics
+import time
 
 import torch
 
@@ -35,3 +38,46 @@ def device_module(device: str):
 
 def sync_cpu() -> None:
     """The CPU's synchronize: nothing to wait for."""
+
+
+def loop_count(fn, sync, budget):
+    """How many calls of `fn` take about `budget` seconds."""
+    fn()
+    sync()
+    start = time.perf_counter()
+    fn()
+    sync()
+    once = max(time.perf_counter() - start, 1e-7)
+    return max(1, min(10000, int(budget / once)))
+
+
+def timeit(cases, repeat, budget=0.2):
+    """Per-call seconds of each (fn, sync) in `cases`: `repeat` rounds, each
+    timing every case once in turn, so that the machine's load moves all of
+    them alike. Returns the per-case samples."""
+    loops = [loop_count(fn, sync, budget) for fn, sync in cases]
+    samples = [[] for _ in cases]
+    for _ in range(repeat):
+        for (fn, sync), n, out in zip(cases, loops, samples):
+            start = time.perf_counter()
+            for _ in range(n):
+                fn()
+            sync()
+            out.append((time.perf_counter() - start) / n)
+    return samples
+
+
+def ratio(numerator, denominator):
+    """Median of the per-round ratios of two sample lists from one timeit."""
+    return statistics.median(a / b for a, b in zip(numerator, denominator))
+
+
+def finish(rows, args) -> None:
+    """Prints the machine's line under a table, and writes `rows` to
+    --json when given."""
+    print()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
+          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(rows, f, indent=2)

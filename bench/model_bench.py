@@ -8,18 +8,16 @@ optimizer step) on CPU tensors and on device tensors, from the same weights
 and batch. The device runs whatever the backend registers: its spec's
 operators, the hook operators (convolution, attention) and its global
 fallback for the rest. Each figure is the median over `repeat` rounds; in
-each round both sides take `steps` steps in turn, so that load from elsewhere
-moves both alike, and the ratio is the median of the per-round ratios.
+each round both sides take about 0.3 s of steps in turn (common.timeit), so
+that load from elsewhere moves both alike, and the ratio is the median of
+the per-round ratios.
 Targets (docs/operators.md): device/cpu <= 1.25 at the small size and <= 1.10
 at the larger one. The emulator's environment (ACCGEN_EMU_PROTECT, ...)
 applies.
 """
-import json
-import os
 import pathlib
 import statistics
 import sys
-import time
 
 import torch
 
@@ -30,7 +28,7 @@ import models  # noqa: E402
 TARGETS = {"small": 1.25, "large": 1.10}
 
 
-def trainer(case, model, batch, device, sync):
+def trainer(case, model, batch, device):
     model = model.to(device)
     case.prepare(model)
     optimizer = case.optimizer(model)
@@ -42,7 +40,6 @@ def trainer(case, model, batch, device, sync):
         loss = case.loss(model(*inputs), target)
         loss.backward()
         optimizer.step()
-        sync()
 
     return step
 
@@ -62,22 +59,12 @@ def main():
             twin = models.MODELS[name](size).model
             twin.load_state_dict(case.model.state_dict())
             batch = case.batch()
-            cpu_step = trainer(case, case.model, batch, "cpu", common.sync_cpu)
-            dev_step = trainer(case, twin, batch, device, mod.synchronize)
-            for step in (cpu_step, dev_step):  # warm-up: caches, allocator
-                step()
-                step()
-            once = time.perf_counter()
-            cpu_step()
-            steps = max(1, min(20, int(0.3 / (time.perf_counter() - once))))
-            s_cpu, s_dev = [], []
-            for _ in range(args.repeat):
-                for step, out in ((cpu_step, s_cpu), (dev_step, s_dev)):
-                    start = time.perf_counter()
-                    for _ in range(steps):
-                        step()
-                    out.append((time.perf_counter() - start) / steps)
-            ratio = statistics.median(d / c for d, c in zip(s_dev, s_cpu))
+            cpu_step = trainer(case, case.model, batch, "cpu")
+            dev_step = trainer(case, twin, batch, device)
+            s_cpu, s_dev = common.timeit(
+                [(cpu_step, common.sync_cpu), (dev_step, mod.synchronize)],
+                args.repeat, budget=0.3)
+            ratio = common.ratio(s_dev, s_cpu)
             params = sum(p.numel() for p in case.model.parameters())
             rows.append({"model": name, "size": size, "params": params,
                          "cpu_ms": statistics.median(s_cpu) * 1e3,
@@ -88,12 +75,7 @@ def main():
             print(f"{name:12} {size:5} {params:>9}  {r['cpu_ms']:8.2f} "
                   f"{r['device_ms']:9.2f}  {ratio:7.2f} {TARGETS[size]:6.2f}",
                   flush=True)
-    print()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(rows, f, indent=2)
+    common.finish(rows, args)
     return 0
 
 

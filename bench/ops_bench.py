@@ -31,11 +31,9 @@ alike. Ratios are device/cpu, emulate/cpu and cpu-fb/emulate. Targets
 small emulate/cpu <= 2, large cpu-fb/emulate >= 3.
 The emulator's environment (ACCGEN_EMU_PROTECT, ACCGEN_EMU_SPIN_US) applies.
 """
-import json
 import os
 import statistics
 import sys
-import time
 
 import torch
 
@@ -59,38 +57,6 @@ CASES = {
 # The aten operators each case reaches on the device (for the fallback).
 ATEN = {"add": ["add.Tensor"], "mul": ["mul.Tensor"],
         "sum": ["sum.dim_IntList"], "mm": ["mm"], "softmax": ["_softmax"]}
-
-
-def loop_count(fn, sync, budget):
-    """How many calls of `fn` take about `budget` seconds."""
-    fn()
-    sync()
-    start = time.perf_counter()
-    fn()
-    sync()
-    once = max(time.perf_counter() - start, 1e-7)
-    return max(1, min(10000, int(budget / once)))
-
-
-def timeit(cases, repeat, budget=0.2):
-    """Per-call seconds of each (fn, sync) in `cases`: `repeat` rounds, each
-    timing every case once in turn, so that the machine's load moves all of
-    them alike. Returns the per-case samples."""
-    loops = [loop_count(fn, sync, budget) for fn, sync in cases]
-    samples = [[] for _ in cases]
-    for _ in range(repeat):
-        for (fn, sync), n, out in zip(cases, loops, samples):
-            start = time.perf_counter()
-            for _ in range(n):
-                fn()
-            sync()
-            out.append((time.perf_counter() - start) / n)
-    return samples
-
-
-def ratio(numerator, denominator):
-    """Median of the per-round ratios of two sample lists from one timeit."""
-    return statistics.median(a / b for a, b in zip(numerator, denominator))
 
 
 class Route:
@@ -134,7 +100,7 @@ def main():
                                        rtol=1e-4, atol=1e-3)
             cpu_out = torch.empty_like(want)
             dev_out = torch.empty_like(want, device=device)
-            s_cpu, s_dev, s_cpu_out, s_dev_out = timeit(
+            s_cpu, s_dev, s_cpu_out, s_dev_out = common.timeit(
                 [(lambda: fn(*cpu_args), common.sync_cpu),
                  (lambda: fn(*dev_args), sync_dev),
                  (lambda: out_fn(*cpu_args, out=cpu_out), common.sync_cpu),
@@ -149,9 +115,9 @@ def main():
                     with Route(mod, ATEN[name], fallback):
                         torch.testing.assert_close(
                             fn(*dev_args).cpu(), want, rtol=1e-4, atol=1e-3)
-                        s_fb[fallback] += timeit(
+                        s_fb[fallback] += common.timeit(
                             [(lambda: fn(*dev_args), sync_dev)], 1)[0]
-                    s_cpu2[fallback] += timeit(
+                    s_cpu2[fallback] += common.timeit(
                         [(lambda: fn(*cpu_args), common.sync_cpu)], 1)[0]
             med = statistics.median
             elems = sum(a.numel() for a in cpu_args)
@@ -162,13 +128,13 @@ def main():
                          "cpu_fallback_us": med(s_fb["cpu"]) * 1e6,
                          "cpu_out_us": med(s_cpu_out) * 1e6,
                          "device_out_us": med(s_dev_out) * 1e6,
-                         "device_over_cpu": ratio(s_dev, s_cpu),
-                         "emulate_over_cpu": ratio(s_fb["emulate"],
+                         "device_over_cpu": common.ratio(s_dev, s_cpu),
+                         "emulate_over_cpu": common.ratio(s_fb["emulate"],
                                                    s_cpu2["emulate"]),
                          "cpu_fallback_over_emulate":
-                             ratio(s_fb["cpu"], s_cpu2["cpu"])
-                             / ratio(s_fb["emulate"], s_cpu2["emulate"]),
-                         "out_device_over_cpu": ratio(s_dev_out, s_cpu_out)})
+                             common.ratio(s_fb["cpu"], s_cpu2["cpu"])
+                             / common.ratio(s_fb["emulate"], s_cpu2["emulate"]),
+                         "out_device_over_cpu": common.ratio(s_dev_out, s_cpu_out)})
             r = rows[-1]
             print(f"{name:8} {size:5} {elems:>9}  {r['cpu_us']:9.1f} "
                   f"{r['device_us']:9.1f} {r['emulate_us']:9.1f} "
@@ -177,12 +143,7 @@ def main():
                   f"{r['cpu_fallback_over_emulate']:7.2f}"
                   f"   {r['cpu_out_us']:9.1f} {r['device_out_us']:9.1f} "
                   f"{r['out_device_over_cpu']:7.2f}", flush=True)
-    print()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(rows, f, indent=2)
+    common.finish(rows, args)
     return 0
 
 
