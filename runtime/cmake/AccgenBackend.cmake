@@ -21,7 +21,8 @@
 #                         C++ with libtorch alone (alias accgen_backend::core)
 #   torch_<name>_python   <package>._C, the Python bindings (PYTHON_MODULE)
 # Installed below INSTALL_DIR: lib/libtorch_<name>.so, _C, the runtime's
-# Python device module as _device.py, and a CMake package for the core
+# Python device module as _device.py, its torch.compile registration as
+# _compile.py, and a CMake package for the core
 # (share/cmake/torch_<name>: find_package(torch_<name>) gives the imported
 # target torch_<name>::torch_<name>).
 #
@@ -176,6 +177,8 @@ function(accgen_add_backend name)
       install(TARGETS ${module} LIBRARY DESTINATION "${arg_INSTALL_DIR}")
       install(FILES "${ACCGEN_RUNTIME_DIR}/python/accgen_device.py"
               DESTINATION "${arg_INSTALL_DIR}" RENAME _device.py)
+      install(FILES "${ACCGEN_RUNTIME_DIR}/python/accgen_compile.py"
+              DESTINATION "${arg_INSTALL_DIR}" RENAME _compile.py)
     endif()
   endif()
 endfunction()

@@ -20,6 +20,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/Generator.h>
+#include <torch/csrc/autograd/python_variable.h>
 #include <torch/library.h>
 
 #include "accgen/runtime/Driver.h"
@@ -144,6 +145,40 @@ class FallbackRoute {
   std::optional<torch::Library> library_;
 };
 
+// Note [Compiled kernels on the device]
+// torch.compile lowers a device graph with Inductor's C++ code generation
+// (the emulated device's memory is host memory), and its Python wrapper
+// calls each compiled kernel through here (runtime/python/accgen_compile.py)
+// rather than directly: the kernel is device work, run on the current stream
+// after the work queued there, with access to exactly the allocations of its
+// tensor arguments (so it also runs under the access guard). The caller
+// waits without the GIL; the kernel takes it back to enter the compiled
+// module's Python binding, whichever thread the driver runs it on.
+void launchCompiled(const py::handle& kernel, const py::args& args) {
+  std::vector<const void*> buffers;
+  c10::DeviceIndex device = -1;
+  for (const py::handle arg : args) {
+    if (!THPVariable_Check(arg.ptr())) {
+      continue;
+    }
+    const at::Tensor& tensor = THPVariable_Unpack(arg.ptr());
+    if (tensor.device().type() != kDeviceType) {
+      continue;
+    }
+    if (device < 0) {
+      device = tensor.device().index();
+    }
+    if (const void* data = tensor.storage().data(); data != nullptr) {
+      buffers.push_back(data);
+    }
+  }
+  const py::gil_scoped_release no_gil;
+  emulate::runOnDevice(device < 0 ? currentDevice() : device, buffers, [&] {
+    const py::gil_scoped_acquire gil;
+    kernel(*args);
+  });
+}
+
 // The kernel of _sleep: occupies its stream for the microseconds it is
 // given, without touching device memory.
 accError_t sleepKernel(void* user_data) {
@@ -222,6 +257,7 @@ PYBIND11_MODULE(_C, m) {
         reinterpret_cast<void*>(static_cast<std::intptr_t>(microseconds)),
         nullptr, 0));
   });
+  m.def("_launch_compiled", &launchCompiled);
   m.def("_stream_priority_range", [] {
     const auto [least, greatest] = streamPriorityRange();
     return py::make_tuple(least, greatest);

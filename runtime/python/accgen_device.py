@@ -578,3 +578,6 @@ def register(package: ModuleType) -> None:
         torch.utils.generate_methods_for_privateuse1_backend(
             for_tensor=True, for_module=True, for_storage=True
         )
+    from . import _compile
+
+    _compile.install()

@@ -103,6 +103,19 @@ def run_python():
 
 
 @pytest.fixture(scope="session")
+def scaled_add(device):
+    """The example's custom operator, torch.ops.<namespace>.scaled_add;
+    skips a test on a backend without it."""
+    specs = pathlib.Path(os.environ.get("ACCGEN_TEST_SPECS", _REPO / "specs"))
+    with open(specs / "backend.yaml", encoding="utf-8") as spec_file:
+        namespace = yaml.safe_load(spec_file).get("namespace", device)
+    ns = getattr(torch.ops, namespace)
+    if not hasattr(ns, "scaled_add"):
+        pytest.skip("the backend has no scaled_add custom operator")
+    return ns.scaled_add
+
+
+@pytest.fixture(scope="session")
 def two_devices(mod):
     """Skips a test that needs two devices when there are fewer."""
     if mod.device_count() < 2:

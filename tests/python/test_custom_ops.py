@@ -2,25 +2,8 @@
 alpha * other: its device kernel, Meta kernel, autograd, and use under
 torch.compile (fake-tensor tracing through the Meta kernel).
 """
-import os
-import pathlib
-
 import pytest
 import torch
-import yaml
-
-_SPECS = pathlib.Path(os.environ.get(
-    "ACCGEN_TEST_SPECS", pathlib.Path(__file__).resolve().parents[2] / "specs"))
-
-
-@pytest.fixture(scope="module")
-def scaled_add(device):
-    with open(_SPECS / "backend.yaml", encoding="utf-8") as f:
-        namespace = yaml.safe_load(f).get("namespace", device)
-    ns = getattr(torch.ops, namespace)
-    if not hasattr(ns, "scaled_add"):
-        pytest.skip("the backend has no scaled_add custom operator")
-    return ns.scaled_add
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])

@@ -115,6 +115,23 @@ def test_models_and_opinfo_sweep_on_the_init_backend(second_backend):
     assert " passed" in r.stdout and "skipped" not in r.stdout, r.stdout[-2000:]
 
 
+def test_compile_on_the_init_backend(second_backend):
+    # torch.compile on the freshly initialised backend: the compile suite
+    # less the example's custom operator, which an init project lacks.
+    project = second_backend.parent / "second"
+    suite = os.path.join(os.path.dirname(__file__), "test_compile.py")
+    env = dict(os.environ, PYTHONPATH=str(second_backend),
+               TORCH_DEVICE_BACKEND_AUTOLOAD="0",
+               ACCGEN_TEST_SPECS=str(project / "specs"))
+    r = subprocess.run(
+        [sys.executable, "-c", "import torch_second, sys, pytest\n"
+         f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', {suite!r}, "
+         "'-k', 'not custom_operator']))"],
+        capture_output=True, text=True, env=env, cwd=str(project))
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
+    assert " passed" in r.stdout and "skipped" not in r.stdout, r.stdout[-2000:]
+
+
 def test_project_smoke_tests_pass(second_backend):
     # The tests `accgen init` wrote into the project pass against the built
     # backend (loaded explicitly first, since autoload is off here).

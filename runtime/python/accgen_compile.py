@@ -1,0 +1,386 @@
+"""torch.compile on an accgen device: Dynamo's device interface and Inductor's
+backend, registered for the device.
+
+This file is accgen's runtime, not generated: each backend's wheel carries it
+as ``<package>/_compile.py``. The device module calls ``install()`` when the
+package registers the device.
+
+How a device graph compiles (Note [Compiled kernels on the device]): Inductor
+lowers it with its C++ CPU code generation (``CppScheduling``), since the
+emulated device's memory is host memory. The Python wrapper it generates calls
+each fused C++ kernel through the backend's ``_C._launch_compiled``, which runs
+the kernel as device work: on the current stream, after the work queued there,
+with access to exactly the allocations of its tensor arguments, while the
+calling thread waits without the GIL. Extern kernels (``mm``, convolution,
+attention) and fallbacks are ordinary operator calls on the device.
+
+What a vendor changes for real hardware is ``Scheduling`` and
+``WrapperCodegen`` below: their own kernel code generation and the wrapper
+that launches its kernels (docs/compile.md).
+"""
+
+import importlib.abc
+import importlib.util
+import operator
+import sys
+from typing import Any, Callable, Optional
+
+import torch
+
+from . import _C
+from . import _device as _dev
+
+_DEVICE_TYPE: str = _C._config["device"]
+_PACKAGE: str = _C._config["package"]
+_LAUNCH = "_device_launch"
+
+# Set once the registration ran in this process.
+_registered = False
+
+
+class CompileUnsupportedError(RuntimeError):
+    """A torch.compile mode the device cannot run."""
+
+
+def _unsupported(what: str, why: str) -> CompileUnsupportedError:
+    return CompileUnsupportedError(
+        f"{what} is not supported on the {_DEVICE_TYPE} device: {why} "
+        f"Compile with the default mode and the Python wrapper instead "
+        f"(torch.compile(model) or mode='max-autotune-no-cudagraphs')."
+    )
+
+
+# ------------------------------------------------------------------- Dynamo
+
+
+def _make_device_interface() -> type:
+    from torch._dynamo.device_interface import DeviceInterface
+
+    class Interface(DeviceInterface):
+        """The device as Dynamo and Inductor see it (torch._dynamo.device_interface)."""
+
+        device = _dev.device
+        # Dynamo captures streams and events only as torch.Stream / torch.Event
+        # subclasses; the device's events are plain torch.Event objects.
+        Event = torch.Event
+        Stream = _dev.Stream
+
+        class Worker:
+            @staticmethod
+            def set_device(device: int) -> None:
+                _dev.set_device(device)
+
+            @staticmethod
+            def current_device() -> int:
+                return _dev.current_device()
+
+            @staticmethod
+            def get_device_properties(device: Any = None) -> Any:
+                return _dev.get_device_properties(device)
+
+        current_device = staticmethod(_dev.current_device)
+        set_device = staticmethod(_dev.set_device)
+        device_count = staticmethod(_dev.device_count)
+        is_available = staticmethod(_dev.is_available)
+        stream = staticmethod(_dev.stream)
+        current_stream = staticmethod(_dev.current_stream)
+        set_stream = staticmethod(_dev.set_stream)
+        synchronize = staticmethod(_dev.synchronize)
+        get_device_properties = staticmethod(_dev.get_device_properties)
+        memory_allocated = staticmethod(_dev.memory_allocated)
+
+        @staticmethod
+        def maybe_exchange_device(device: int) -> int:
+            return _C._exchange_device(device)
+
+        @staticmethod
+        def exchange_device(device: int) -> int:
+            return _C._exchange_device(device)
+
+        @staticmethod
+        def _set_stream_by_id(stream_id: int, device_index: int, device_type: int) -> None:
+            _C._set_stream(stream_id, device_index, device_type)
+
+        @staticmethod
+        def get_raw_stream(device_idx: int) -> int:
+            return _dev.current_stream(device_idx).stream_id
+
+        @staticmethod
+        def get_compute_capability(device: Any = None) -> str:
+            major, minor = _dev.get_device_capability(device)
+            return f"{major}{minor}"
+
+        @staticmethod
+        def is_bf16_supported(including_emulation: bool = False) -> bool:
+            return True
+
+        @staticmethod
+        def is_triton_capable(device: Any = None) -> bool:
+            return False
+
+    Interface.__name__ = Interface.__qualname__ = f"{_DEVICE_TYPE.capitalize()}Interface"
+    return Interface
+
+
+# ----------------------------------------------------------------- Inductor
+
+
+def _make_inductor_classes() -> tuple[Any, Any, Any, Any]:
+    from torch._inductor.codegen.common import DeviceOpOverrides
+    from torch._inductor.codegen.cpp import CppScheduling
+    from torch._inductor.codegen.wrapper import (
+        PythonWrapperCodegen,
+        SubgraphPythonWrapperCodegen,
+    )
+    from torch._inductor.virtualized import V
+
+    module = f"torch.{_DEVICE_TYPE}"
+
+    class OpOverrides(DeviceOpOverrides):
+        """Source text the Python wrapper emits for device operations."""
+
+        def import_get_raw_stream_as(self, name: str) -> str:
+            return f"from {_PACKAGE}._compile import get_raw_stream as {name}"
+
+        def set_device(self, device_idx: int) -> str:
+            return f"{module}.set_device({device_idx})"
+
+        def synchronize(self) -> str:
+            return f"{module}.synchronize()"
+
+        def device_guard(self, device_idx: int) -> str:
+            return f"{module}.device({device_idx})"
+
+        def current_stream(self) -> str:
+            return f"{module}.current_stream()"
+
+    class KernelCalls:
+        """Calls of Inductor's C++ kernels as device work (Note [Compiled
+        kernels on the device]), for the graph's wrapper and its subgraphs'."""
+
+        def _generate_kernel_call_helper(self, kernel_name: str, call_args: Any, **kwargs: Any) -> None:
+            device = kwargs.get("device") or V.graph.get_current_device_or_throw()
+            if kwargs.get("triton", True) or device.type != _DEVICE_TYPE:
+                super()._generate_kernel_call_helper(kernel_name, call_args, **kwargs)
+                return
+            root = self
+            while getattr(root, "parent_wrapper", None) is not None:
+                root = root.parent_wrapper
+            line = f"from {_PACKAGE}._C import _launch_compiled as {_LAUNCH}"
+            if not root.imports.contains(line):
+                root.imports.writeline(line)
+            self.writeline(f"{_LAUNCH}({', '.join([kernel_name, *call_args])}){self.ending}")
+
+    class SubgraphWrapperCodegen(KernelCalls, SubgraphPythonWrapperCodegen):
+        pass
+
+    class WrapperCodegen(KernelCalls, PythonWrapperCodegen):
+        """Inductor's Python wrapper for a device graph."""
+
+        @staticmethod
+        def create(is_subgraph: bool, subgraph_name: Optional[str], parent_wrapper: Any,
+                   partition_signatures: Any = None) -> Any:
+            if is_subgraph:
+                return SubgraphWrapperCodegen(subgraph_name, parent_wrapper, partition_signatures)
+            return WrapperCodegen()
+
+    class CppWrapperCodegen:
+        """Stands for Inductor's C++ wrapper, which the device does not have."""
+
+        @staticmethod
+        def create(*args: Any, **kwargs: Any) -> Any:
+            if V.aot_compilation:
+                raise _unsupported(
+                    "AOTInductor", "its C++ runtime knows only the devices built into "
+                    "PyTorch (torch._inductor.codegen.cpp_utils.DEVICE_TO_ATEN).")
+            raise _unsupported(
+                "cpp_wrapper", "Inductor's C++ wrapper knows only the devices built into "
+                "PyTorch (torch._inductor.codegen.cpp_utils.DEVICE_TO_ATEN).")
+
+    return CppScheduling, WrapperCodegen, CppWrapperCodegen, OpOverrides
+
+
+def get_raw_stream(device_index: int) -> int:
+    """The id of the current stream of `device_index` (what Inductor's
+    generated code calls a raw stream)."""
+    return _dev.current_stream(device_index).stream_id
+
+
+# ------------------------------------------------- workarounds of torch 2.13
+
+# Note [Inductor on a PrivateUse1 device in torch 2.13]
+# Two places of torch 2.13's Inductor assume that a device other than the CPU,
+# MPS, XPU or TPU generates Triton code, which breaks C++ code generation for
+# any other device. Each workaround below is a function of this list, applied
+# by register() on the torch releases that need it;
+# tests/python/test_compile.py (test_torch_workarounds_are_still_needed)
+# leaves each one out in turn and shows that compiling fails without it on
+# the pinned torch.
+_WORKAROUNDS_BEFORE = (2, 14)
+
+
+def _device_generates_cpp() -> None:
+    # torch._inductor.utils.get_current_backend returns config.cuda_backend
+    # ("triton") for every other device, so CSE and indexing apply Triton's
+    # dtype rules to C++ kernels (AssertionError in CppVecKernel.arange and
+    # in indirect_assert). The device answers "cpp". Four modules import the
+    # function by name; each gets the wrapper.
+    import torch._inductor.codegen.common as common
+    import torch._inductor.kernel.mm_common as mm_common
+    import torch._inductor.scheduler as scheduler
+    import torch._inductor.utils as utils
+
+    original = utils.get_current_backend
+
+    def get_current_backend(device_type: Optional[str] = None) -> str:
+        if device_type is None:
+            from torch._inductor.virtualized import V
+
+            device_type = V.graph.get_current_device_or_throw().type
+        if device_type == _DEVICE_TYPE:
+            return "cpp"
+        return original(device_type)
+
+    for module in (utils, common, scheduler, mm_common):
+        module.get_current_backend = get_current_backend
+
+
+def _device_nodes_schedule_as_cpu() -> None:
+    # torch._inductor.scheduler.BaseSchedulerNode.is_cpu exempts CPU nodes
+    # from fusion heuristics that hold only for Triton's (numel, rnumel)
+    # groups; with C++ groups on the device they fail (TypeError in
+    # Scheduler._try_reindex_pointwise_for_reduction). The device's nodes are
+    # scheduled by the CPU's C++ scheduling, so they count as CPU nodes.
+    import torch._inductor.scheduler as scheduler
+
+    def is_cpu(node: Any) -> bool:
+        device = node.get_device()
+        return device is not None and device.type in ("cpu", _DEVICE_TYPE)
+
+    scheduler.BaseSchedulerNode.is_cpu = is_cpu
+
+
+TORCH_WORKAROUNDS = [_device_generates_cpp, _device_nodes_schedule_as_cpu]
+
+
+def _on_device(graph: Any, example_inputs: Any) -> bool:
+    # Whether a graph Inductor compiles touches the device: an input on it, or
+    # a value made on it inside the graph (a factory call).
+    for value in example_inputs:
+        if isinstance(value, torch.Tensor) and value.device.type == _DEVICE_TYPE:
+            return True
+    for node in getattr(graph, "graph", graph).nodes:
+        for key in ("val", "example_value"):
+            value = node.meta.get(key)
+            if isinstance(value, torch.Tensor) and value.device.type == _DEVICE_TYPE:
+                return True
+    return False
+
+
+def _wrap_compile_fx(compile_fx_module: Any) -> None:
+    # Device graphs compile with settings of their own, checked and applied in
+    # one place: Inductor's entry point, which torch.compile, the Dynamo
+    # backend "inductor" and AOTInductor all look up as a module attribute
+    # when they compile.
+    original = compile_fx_module.compile_fx
+    if getattr(original, "__wrapped__", None) is not None:
+        return
+
+    def compile_fx(model_: Any, example_inputs_: Any, *args: Any, **kwargs: Any) -> Any:
+        register()
+        if not _on_device(model_, example_inputs_):
+            return original(model_, example_inputs_, *args, **kwargs)
+        from torch._inductor import config
+        from torch._inductor.virtualized import V
+
+        patches = kwargs.get("config_patches") or {}
+
+        def setting(name: str) -> Any:
+            return patches[name] if name in patches else operator.attrgetter(name)(config)
+
+        if V.aot_compilation:
+            raise _unsupported(
+                "AOTInductor", "its C++ runtime knows only the devices built into "
+                "PyTorch (torch._inductor.codegen.cpp_utils.DEVICE_TO_ATEN).")
+        if setting("triton.cudagraphs"):
+            raise _unsupported(
+                "mode='reduce-overhead' (CUDA graphs)",
+                "CUDA graphs record CUDA kernels in CUDA's own memory pools; the "
+                "device has neither.")
+        if setting("cpp_wrapper"):
+            raise _unsupported(
+                "cpp_wrapper", "Inductor's C++ wrapper knows only the devices built "
+                "into PyTorch (torch._inductor.codegen.cpp_utils.DEVICE_TO_ATEN).")
+        # Random operators run as the device's own operators, drawing from its
+        # generator, so a seeded compiled model draws what eager draws.
+        with config.patch(fallback_random=True):
+            return original(model_, example_inputs_, *args, **kwargs)
+
+    compile_fx.__wrapped__ = original  # type: ignore[attr-defined]
+    compile_fx_module.compile_fx = compile_fx
+
+
+def register() -> None:
+    """Registers the device with Dynamo and Inductor, once per process; the
+    first compilation calls it."""
+    global _registered
+    if _registered or not _dev.owns_device():
+        return
+    _registered = True
+    from torch._dynamo.device_interface import register_interface_for_device
+    from torch._inductor.codegen.common import (
+        register_backend_for_device,
+        register_device_op_overrides,
+    )
+
+    register_interface_for_device(_DEVICE_TYPE, _make_device_interface())
+    scheduling, wrapper, cpp_wrapper, op_overrides = _make_inductor_classes()
+    register_device_op_overrides(_DEVICE_TYPE, op_overrides())
+    register_backend_for_device(_DEVICE_TYPE, scheduling, wrapper, cpp_wrapper)
+    if torch.torch_version.TorchVersion(torch.__version__) < _WORKAROUNDS_BEFORE:
+        for workaround in TORCH_WORKAROUNDS:
+            workaround()
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    # Runs `callback(module)` once, right after the module `name` has been
+    # executed.
+    def __init__(self, name: str, callback: Callable[[Any], None]) -> None:
+        self._name = name
+        self._callback = callback
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != self._name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        execute = spec.loader.exec_module
+        callback = self._callback
+
+        def exec_module(module: Any) -> None:
+            execute(module)
+            callback(module)
+
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+_ENTRY = "torch._inductor.compile_fx"
+
+
+def install() -> None:
+    """Makes torch.compile register the device when it first compiles.
+
+    Note [Registering with torch.compile lazily]: Dynamo and Inductor take
+    seconds to import, which `import torch` must not pay for a device. Every
+    compilation goes through torch._inductor.compile_fx.compile_fx, which
+    callers look up when they compile; the device wraps it as soon as the
+    module has loaded (now, or through a one-time import hook), and the
+    wrapper registers everything else on its first call, when Dynamo and
+    Inductor are fully loaded."""
+    if _ENTRY in sys.modules:
+        _wrap_compile_fx(sys.modules[_ENTRY])
+    elif not any(isinstance(f, _AfterImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport(_ENTRY, _wrap_compile_fx))
