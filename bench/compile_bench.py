@@ -10,16 +10,19 @@ backend). Each figure is the median over `repeat` rounds; in each round every
 variant takes about 0.3 s of calls in turn (common.timeit), so that load
 from elsewhere moves all of them alike, and each ratio is the median of the
 per-round ratios. It also records the first call of each compiled variant,
-which compiles it, with Inductor's caches off (the first compile of a
-process).
+which compiles it, each in a fresh process with Inductor's caches off (the
+first compile on a fresh machine).
 Targets (docs/compile.md): device compiled <= device eager, and device
 compiled within 10% of CPU compiled.
 """
 import copy
+import os
 import pathlib
 import statistics
+import subprocess
 import sys
 import time
+import warnings
 
 import torch
 from torch import nn
@@ -52,25 +55,40 @@ def cases():
         yield f"transformer {size}", case.model, case.batch()[0]
 
 
-def first_call(fn, sync):
-    start = time.perf_counter()
-    fn()
-    sync()
-    return time.perf_counter() - start
+def first_compile(index: int, device: str) -> float:
+    """Seconds of the first call of case `index` compiled on `device`, in a
+    fresh process with Inductor's caches off."""
+    code = f"""
+import sys, time, torch
+sys.path.insert(0, {str(pathlib.Path(__file__).resolve().parent)!r})
+import common, compile_bench
+common.device_module({device!r})
+name, model, inputs = list(compile_bench.cases())[{index}]
+model = model.eval().to({device!r})
+inputs = tuple(t.to({device!r}) for t in inputs)
+compiled = torch.compile(model)
+start = time.perf_counter()
+with torch.inference_mode():
+    compiled(*inputs)
+getattr(torch, {device!r}, torch.cpu).synchronize()
+print(time.perf_counter() - start)
+"""
+    env = dict(os.environ, TORCHINDUCTOR_FORCE_DISABLE_CACHES="1")
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", code], env=env,
+                          capture_output=True, text=True, check=True)
+    return float(done.stdout.split()[-1])
 
 
 def main():
     args = common.parse_args(__doc__)
     device = args.device
     mod = common.device_module(device)
-    torch._inductor.config.fx_graph_cache = False
-    torch._inductor.config.autotune_local_cache = False
 
     rows = []
     print(f"{'model':18} {'cpu eager':>9} {'cpu comp':>9} {'dev eager':>9} "
           f"{'dev comp':>9} {'comp/eager dev':>14} {'dev/cpu comp':>12} "
           f"{'1st cpu s':>9} {'1st dev s':>9}   (ms per forward)")
-    for name, model, inputs in cases():
+    for index, (name, model, inputs) in enumerate(cases()):
         model.eval()
         dev_model = copy.deepcopy(model).to(device)
         dev_inputs = tuple(t.to(device) for t in inputs)
@@ -89,8 +107,8 @@ def main():
             (call(dev_model, dev_inputs), mod.synchronize),
             (call(dev_compiled, dev_inputs), mod.synchronize),
         ]
-        first_cpu = first_call(*variants[1])
-        first_dev = first_call(*variants[3])
+        first_cpu = first_compile(index, "cpu")
+        first_dev = first_compile(index, device)
         s_cpu, s_cpu_c, s_dev, s_dev_c = common.timeit(variants, args.repeat,
                                                       budget=0.3)
         ms = [statistics.median(s) * 1e3 for s in (s_cpu, s_cpu_c, s_dev, s_dev_c)]

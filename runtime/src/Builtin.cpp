@@ -84,20 +84,18 @@ struct CopyKernelArgs {
   bool src_neg = false;
 };
 
-// Runs on the stream's worker with access to the two device buffers.
-accError_t runCopyKernel(void* user_data) {
-  const std::unique_ptr<CopyKernelArgs> args(
-      static_cast<CopyKernelArgs*>(user_data));
+// Runs with access to the two device buffers.
+accError_t runCopyKernel(CopyKernelArgs& args) {
   try {
-    at::Tensor dst = at::from_blob(args->dst, args->sizes, args->dst_strides,
-                                   at::TensorOptions().dtype(args->dst_type));
-    at::Tensor src = at::from_blob(const_cast<void*>(args->src), args->sizes,
-                                   args->src_strides,
-                                   at::TensorOptions().dtype(args->src_type));
-    dst._set_conj(args->dst_conj);
-    dst._set_neg(args->dst_neg);
-    src._set_conj(args->src_conj);
-    src._set_neg(args->src_neg);
+    at::Tensor dst = at::from_blob(args.dst, args.sizes, args.dst_strides,
+                                   at::TensorOptions().dtype(args.dst_type));
+    at::Tensor src = at::from_blob(const_cast<void*>(args.src), args.sizes,
+                                   args.src_strides,
+                                   at::TensorOptions().dtype(args.src_type));
+    dst._set_conj(args.dst_conj);
+    dst._set_neg(args.dst_neg);
+    src._set_conj(args.src_conj);
+    src._set_neg(args.src_neg);
     dst.copy_(src);
   } catch (...) {
     return accErrorLaunchFailure;
@@ -121,9 +119,8 @@ void launchCopyKernel(const at::Tensor& src, const at::Tensor& dst) {
   args->src_conj = src.is_conj();
   args->src_neg = src.is_neg();
   const void* buffers[] = {args->dst, args->src};
-  ACCGEN_CHECK(accLaunchKernel(currentNativeStream(), &runCopyKernel,
-                               args.get(), buffers, 2));
-  (void)args.release();  // the kernel owns it now
+  launchOwning<CopyKernelArgs, &runCopyKernel>(currentNativeStream(),
+                                               std::move(args), buffers);
 }
 
 // ---------------------------------------------------------- copy paths

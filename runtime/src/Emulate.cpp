@@ -126,20 +126,18 @@ struct HostToDevice {
   std::size_t nbytes;
 };
 
-accError_t runHostToDevice(void* user_data) {
-  std::unique_ptr<HostToDevice> copy(static_cast<HostToDevice*>(user_data));
-  std::memcpy(copy->device_data, copy->host.const_data_ptr(), copy->nbytes);
+accError_t copyHostToDevice(HostToDevice& copy) {
+  std::memcpy(copy.device_data, copy.host.const_data_ptr(), copy.nbytes);
   return accSuccess;
 }
 
 void copyAsync(void* device_data, at::Tensor host, std::size_t nbytes) {
-  auto copy = std::make_unique<HostToDevice>(
-      HostToDevice{device_data, std::move(host), nbytes});
   const void* buffers[] = {device_data};
-  ACCGEN_CHECK(accLaunchKernel(currentNativeStream(), &runHostToDevice,
-                               copy.get(), buffers, 1));
-  // The launched kernel owns the copy now and deletes it when it ran.
-  (void)copy.release();
+  launchOwning<HostToDevice, &copyHostToDevice>(
+      currentNativeStream(),
+      std::make_unique<HostToDevice>(
+          HostToDevice{device_data, std::move(host), nbytes}),
+      buffers);
 }
 
 // The device tensors of one call and their host aliases. Device tensors

@@ -11,6 +11,14 @@
 // asynchronous copies, so a caller may reuse a pageable buffer at once.
 // Sources over kMaxStagingBytes are not staged (that would double their
 // memory): the call then waits for the stream and copies in order.
+//
+// Note [Small work on an idle stream]: a memset or a copy between device or
+// pinned memory of at most kInlineBytes, queued on an idle stream, runs on
+// the calling thread before the call returns. Handing it to the stream's
+// worker costs a wake-up there and another for whoever waits next (the
+// next synchronous launch, Note [Synchronous launch]): microseconds each on
+// a loaded machine, more than the copy itself. Larger work stays
+// asynchronous. Asynchronous calls promise ordering, not concurrency.
 #include <cstring>
 #include <new>
 
@@ -29,6 +37,7 @@ using accgen::emulator::WorkKind;
 namespace {
 
 constexpr size_t kMaxStagingBytes = size_t{16} << 20;
+constexpr size_t kInlineBytes = size_t{1} << 20;
 
 // What one side of a copy points at.
 struct Side {
@@ -296,6 +305,9 @@ accError_t accMemsetAsync(void* dev_ptr, int value, size_t count,
         e != accSuccess) {
       return e;
     }
+    if (count <= kInlineBytes && target->idle()) {
+      return target->runOrdered(std::move(work));
+    }
     uint64_t seq = 0;
     return target->submit(std::move(work), seq);
   });
@@ -350,7 +362,8 @@ accError_t accMemcpyAsync(void* dst, const void* src, size_t count,
       return e;
     }
     if (dst_side.pageable() ||
-        (src_side.pageable() && (target->idle() || count > kMaxStagingBytes))) {
+        (src_side.pageable() && (target->idle() || count > kMaxStagingBytes)) ||
+        (count <= kInlineBytes && target->idle())) {
       return target->runOrdered(std::move(work));
     }
     if (src_side.pageable()) {

@@ -7,7 +7,10 @@
 
 #include <accgen/driver.h>
 
+#include <memory>
+
 #include <c10/macros/Macros.h>
+#include <c10/util/ArrayRef.h>
 
 namespace accgen::runtime::detail {
 
@@ -34,3 +37,35 @@ const char* shortSourcePath(const char* file);
           driver_error_, #expr, __FILE__, __LINE__, __func__); \
     }                                                          \
   } while (0)
+
+namespace accgen::runtime {
+
+/// Launches `Run(*args)` on `stream` with access to the allocations that
+/// hold `buffers`, in order with the stream's work, and keeps `args` alive
+/// until it ran. Note [Work on an idle stream]: the runtime's own kernels
+/// (copies) follow a kernel whose caller waited for it, so the stream is
+/// mostly idle; then the kernel runs at once (accLaunchKernelSync, on the
+/// calling thread in the emulator), which spares the hand-off to the
+/// stream's worker that the next operator would wait for, and keeps the
+/// kernel's CPU code on the caller's thread pools. On a busy stream it is
+/// queued and the call returns at once.
+template <class Args, accError_t (*Run)(Args&)>
+void launchOwning(accStream_t stream, std::unique_ptr<Args> args,
+                  c10::ArrayRef<const void*> buffers) {
+  if (accStreamQuery(stream) == accSuccess) {
+    ACCGEN_CHECK(accLaunchKernelSync(
+        stream, [](void* data) { return Run(*static_cast<Args*>(data)); },
+        args.get(), buffers.data(), buffers.size()));
+    return;
+  }
+  ACCGEN_CHECK(accLaunchKernel(
+      stream,
+      [](void* data) {
+        const std::unique_ptr<Args> owned(static_cast<Args*>(data));
+        return Run(*owned);
+      },
+      args.get(), buffers.data(), buffers.size()));
+  (void)args.release();  // the queued kernel owns it now
+}
+
+}  // namespace accgen::runtime
