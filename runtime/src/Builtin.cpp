@@ -89,9 +89,9 @@ accError_t runCopyKernel(CopyKernelArgs& args) {
   try {
     at::Tensor dst = at::from_blob(args.dst, args.sizes, args.dst_strides,
                                    at::TensorOptions().dtype(args.dst_type));
-    at::Tensor src = at::from_blob(const_cast<void*>(args.src), args.sizes,
-                                   args.src_strides,
-                                   at::TensorOptions().dtype(args.src_type));
+    at::Tensor src =
+        at::from_blob(const_cast<void*>(args.src), args.sizes, args.src_strides,
+                      at::TensorOptions().dtype(args.src_type));
     dst._set_conj(args.dst_conj);
     dst._set_neg(args.dst_neg);
     src._set_conj(args.src_conj);
