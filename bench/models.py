@@ -152,3 +152,35 @@ MODELS: dict[str, Callable[[str], Case]] = {
     "lstm": lstm,
     "embedding_bag": embedding_bag,
 }
+
+
+def twins(name: str, size: str, device: str, steps: int):
+    """From seed 0: the Case of model `name` at `size` (its model on the
+    CPU), a copy of the model with the same weights on `device`, both
+    prepared for training, and `steps` batches on the CPU."""
+    make = MODELS[name]
+    torch.manual_seed(0)
+    case = make(size)
+    twin = make(size).model.to(device)
+    twin.load_state_dict(case.model.state_dict())
+    for model in (case.model, twin):
+        case.prepare(model)
+    return case, twin, [case.batch() for _ in range(steps)]
+
+
+def train(case: Case, model: nn.Module, batches, device: str,
+          forward: Callable | None = None) -> list[torch.Tensor]:
+    """Trains `model` (on `device`) one step per batch with the case's
+    optimizer and loss, calling `forward` (default: the model) for its
+    output; returns the detached losses."""
+    optimizer = case.optimizer(model)
+    forward = model if forward is None else forward
+    losses = []
+    for inputs, target in batches:
+        optimizer.zero_grad()
+        loss = case.loss(forward(*(t.to(device) for t in inputs)),
+                         target.to(device))
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.detach())
+    return losses

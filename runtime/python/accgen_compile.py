@@ -53,10 +53,12 @@ def _unsupported(what: str, why: str) -> CompileUnsupportedError:
 # ------------------------------------------------------------------- Dynamo
 
 
-def _make_device_interface() -> type:
-    from torch._dynamo.device_interface import DeviceInterface
+def _register_device_interface(device_interface: Any) -> None:
+    # `device_interface` is the module torch._dynamo.device_interface.
+    if not _dev.owns_device():
+        return
 
-    class Interface(DeviceInterface):
+    class Interface(device_interface.DeviceInterface):
         """The device as Dynamo and Inductor see it (torch._dynamo.device_interface)."""
 
         device = _dev.device
@@ -119,7 +121,7 @@ def _make_device_interface() -> type:
             return False
 
     Interface.__name__ = Interface.__qualname__ = f"{_DEVICE_TYPE.capitalize()}Interface"
-    return Interface
+    device_interface.register_interface_for_device(_DEVICE_TYPE, Interface)
 
 
 # ----------------------------------------------------------------- Inductor
@@ -321,19 +323,17 @@ def _wrap_compile_fx(compile_fx_module: Any) -> None:
 
 
 def register() -> None:
-    """Registers the device with Dynamo and Inductor, once per process; the
+    """Registers the device's backend with Inductor, once per process; the
     first compilation calls it."""
     global _registered
     if _registered or not _dev.owns_device():
         return
     _registered = True
-    from torch._dynamo.device_interface import register_interface_for_device
     from torch._inductor.codegen.common import (
         register_backend_for_device,
         register_device_op_overrides,
     )
 
-    register_interface_for_device(_DEVICE_TYPE, _make_device_interface())
     scheduling, wrapper, cpp_wrapper, op_overrides = _make_inductor_classes()
     register_device_op_overrides(_DEVICE_TYPE, op_overrides())
     register_backend_for_device(_DEVICE_TYPE, scheduling, wrapper, cpp_wrapper)
@@ -343,21 +343,29 @@ def register() -> None:
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
-    # Runs `callback(module)` once, right after the module `name` has been
-    # executed.
-    def __init__(self, name: str, callback: Callable[[Any], None]) -> None:
-        self._name = name
-        self._callback = callback
+    # Runs `callbacks[name](module)` right after the module `name` has been
+    # executed, once for each name.
+    def __init__(self, callbacks: dict[str, Callable[[Any], None]]) -> None:
+        self._callbacks = dict(callbacks)
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname != self._name:
+        callback = self._callbacks.pop(fullname, None)
+        if callback is None:
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None:
+        if not self._callbacks:
+            sys.meta_path.remove(self)
+        # The other finders find the module; this one only wraps its loading.
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is None:
             return spec
         execute = spec.loader.exec_module
-        callback = self._callback
 
         def exec_module(module: Any) -> None:
             execute(module)
@@ -367,20 +375,24 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         return spec
 
 
-_ENTRY = "torch._inductor.compile_fx"
-
-
 def install() -> None:
-    """Makes torch.compile register the device when it first compiles.
+    """Registers the device with Dynamo and Inductor as they load.
 
     Note [Registering with torch.compile lazily]: Dynamo and Inductor take
-    seconds to import, which `import torch` must not pay for a device. Every
-    compilation goes through torch._inductor.compile_fx.compile_fx, which
-    callers look up when they compile; the device wraps it as soon as the
-    module has loaded (now, or through a one-time import hook), and the
-    wrapper registers everything else on its first call, when Dynamo and
-    Inductor are fully loaded."""
-    if _ENTRY in sys.modules:
-        _wrap_compile_fx(sys.modules[_ENTRY])
-    elif not any(isinstance(f, _AfterImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterImport(_ENTRY, _wrap_compile_fx))
+    seconds to import, which `import torch` must not pay for a device. So
+    each registration happens when the module it needs has loaded: now if
+    it is loaded, else through a one-time import hook. Dynamo's device
+    interface is registered as torch._dynamo.device_interface loads.
+    Every compilation goes through torch._inductor.compile_fx.compile_fx,
+    which its callers look up when they compile; the device wraps it as
+    that module loads, and the wrapper registers the Inductor backend on
+    its first call, when Dynamo and Inductor are fully loaded."""
+    callbacks = {
+        "torch._dynamo.device_interface": _register_device_interface,
+        "torch._inductor.compile_fx": _wrap_compile_fx,
+    }
+    for name in list(callbacks):
+        if name in sys.modules:
+            callbacks.pop(name)(sys.modules[name])
+    if callbacks and not any(isinstance(f, _AfterImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport(callbacks))

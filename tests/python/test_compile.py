@@ -62,6 +62,37 @@ def test_forward_runs_compiled_kernels_on_the_device(device):
     assert "extern_kernels" in code
 
 
+def test_registered_with_dynamo_and_inductor(device, mod):
+    from torch._dynamo.device_interface import get_interface_for_device
+    from torch._inductor.codegen.common import (
+        get_device_op_overrides,
+        get_scheduling_for_device,
+    )
+    from torch._inductor.codegen.cpp import CppScheduling
+
+    interface = get_interface_for_device(device)
+    assert interface.device_count() == mod.device_count()
+    assert interface.Worker.current_device() == mod.current_device()
+    assert issubclass(interface.Stream, torch.Stream)
+    assert interface.current_stream() == mod.current_stream()
+    torch.compile(lambda t: t + 1)(torch.ones(2, device=device))
+    assert get_scheduling_for_device(device) is CppScheduling
+    assert get_device_op_overrides(device).synchronize() == f"torch.{device}.synchronize()"
+
+
+def test_import_does_not_load_the_compiler(device, mod, run_python):
+    # Note [Registering with torch.compile lazily]: the registration waits
+    # for Dynamo and Inductor to load.
+    r = run_python(f"""
+import sys, torch, {mod.__name__}
+print(sorted(m for m in ("torch._dynamo", "torch._inductor") if m in sys.modules))
+from torch._dynamo.device_interface import get_interface_for_device
+print(get_interface_for_device("{device}").device_count())
+""")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split("\n")[:2] == ["[]", str(mod.device_count())]
+
+
 def test_factory_calls_inside_the_graph(device):
     @torch.compile
     def f(x):
@@ -167,36 +198,15 @@ def test_random_operators_draw_what_eager_draws(device):
 
 @pytest.mark.parametrize("name", ["cnn", "transformer"])
 def test_models_train_compiled(device, name):
-    make = models.MODELS[name]
-    torch.manual_seed(0)
-    case = make("small")
-    cpu_model = case.model
-    dev_model = make("small").model.to(device)
-    dev_model.load_state_dict(cpu_model.state_dict())
-    for model in (cpu_model, dev_model):
-        case.prepare(model)
-    batches = [case.batch() for _ in range(2)]
-
-    def train(model, device_type, compiled):
-        optimizer = case.optimizer(model)
-        forward = torch.compile(model) if compiled else model
-        losses = []
-        for inputs, target in batches:
-            optimizer.zero_grad()
-            loss = case.loss(forward(*(t.to(device_type) for t in inputs)),
-                             target.to(device_type))
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.detach())
-        return losses
-
-    cpu_losses = train(cpu_model, "cpu", False)
-    dev_losses = train(dev_model, device, True)
+    case, dev_model, batches = models.twins(name, "small", device, 2)
+    cpu_losses = models.train(case, case.model, batches, "cpu")
+    dev_losses = models.train(case, dev_model, batches, device,
+                              forward=torch.compile(dev_model))
     tol = dict(atol=case.atol, rtol=case.rtol)
     for d, c in zip(dev_losses, cpu_losses):
         assert d.device.type == device
         _close(d, c, **tol)
-    for p, q in zip(dev_model.parameters(), cpu_model.parameters()):
+    for p, q in zip(dev_model.parameters(), case.model.parameters()):
         _close(p, q, **tol)
 
 

@@ -20,38 +20,12 @@ _spec.loader.exec_module(models)
 STEPS = 3
 
 
-def _train(model, optimizer, batches, loss_fn):
-    losses = []
-    for inputs, target in batches:
-        optimizer.zero_grad()
-        loss = loss_fn(model(*inputs), target)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.detach())
-    return losses
-
-
 @pytest.mark.parametrize("name", sorted(models.MODELS))
 def test_three_training_steps_match_the_cpu(device, name):
-    make = models.MODELS[name]
-    torch.manual_seed(0)
-    case = make("small")
+    case, dev_model, batches = models.twins(name, "small", device, STEPS)
     cpu_model = case.model
-    dev_model = make("small").model.to(device)
-    dev_model.load_state_dict(cpu_model.state_dict())
-    for model in (cpu_model, dev_model):
-        case.prepare(model)
-    batches = [case.batch() for _ in range(STEPS)]
-
-    def on(device_type, batch):
-        inputs, target = batch
-        return (tuple(t.to(device_type) for t in inputs),
-                target.to(device_type))
-
-    cpu_losses = _train(cpu_model, case.optimizer(cpu_model),
-                        [on("cpu", b) for b in batches], case.loss)
-    dev_losses = _train(dev_model, case.optimizer(dev_model),
-                        [on(device, b) for b in batches], case.loss)
+    cpu_losses = models.train(case, cpu_model, batches, "cpu")
+    dev_losses = models.train(case, dev_model, batches, device)
     tol = dict(atol=case.atol, rtol=case.rtol)
     for step, (d, c) in enumerate(zip(dev_losses, cpu_losses)):
         assert d.device.type == device
