@@ -21,6 +21,7 @@
 #include <pybind11/stl.h>
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/utils/pybind.h>
 #include <torch/library.h>
 
 #include "accgen/runtime/Driver.h"
@@ -258,6 +259,12 @@ PYBIND11_MODULE(_C, m) {
         nullptr, 0));
   });
   m.def("_launch_compiled", &launchCompiled);
+  m.def("_empty_strided",
+        [](const std::vector<int64_t>& size, const std::vector<int64_t>& stride,
+           at::ScalarType dtype, int device) {
+          return emptyStrided(size, stride, dtype,
+                              static_cast<c10::DeviceIndex>(device));
+        });
   m.def("_stream_priority_range", [] {
     const auto [least, greatest] = streamPriorityRange();
     return py::make_tuple(least, greatest);

@@ -33,6 +33,7 @@ from . import _device as _dev
 _DEVICE_TYPE: str = _C._config["device"]
 _PACKAGE: str = _C._config["package"]
 _LAUNCH = "_device_launch"
+_EMPTY = "_device_empty_strided"
 
 # Set once the registration ran in this process.
 _registered = False
@@ -127,12 +128,17 @@ def _register_device_interface(device_interface: Any) -> None:
 # ----------------------------------------------------------------- Inductor
 
 
-def _make_inductor_classes() -> tuple[Any, Any, Any, Any]:
+def _make_inductor_classes() -> tuple[Any, ...]:
+    from torch._inductor import config
     from torch._inductor.codegen.common import DeviceOpOverrides
     from torch._inductor.codegen.cpp import CppScheduling
     from torch._inductor.codegen.wrapper import (
         PythonWrapperCodegen,
         SubgraphPythonWrapperCodegen,
+    )
+    from torch._inductor.custom_graph_pass import (
+        CustomGraphModulePass,
+        get_hash_for_files,
     )
     from torch._inductor.virtualized import V
 
@@ -157,21 +163,44 @@ def _make_inductor_classes() -> tuple[Any, Any, Any, Any]:
             return f"{module}.current_stream()"
 
     class KernelCalls:
-        """Calls of Inductor's C++ kernels as device work (Note [Compiled
-        kernels on the device]), for the graph's wrapper and its subgraphs'."""
+        """Device kernel calls and buffer allocations of the graph's wrapper
+        and its subgraphs' (Note [Compiled kernels on the device])."""
+
+        def _import_from_C(self, name: str, alias: str) -> None:
+            # Into the imports of the outermost wrapper, whose module holds
+            # the code of its subgraphs too.
+            root = self
+            while getattr(root, "parent_wrapper", None) is not None:
+                root = root.parent_wrapper
+            line = f"from {_PACKAGE}._C import {name} as {alias}"
+            if not root.imports.contains(line):
+                root.imports.writeline(line)
 
         def _generate_kernel_call_helper(self, kernel_name: str, call_args: Any, **kwargs: Any) -> None:
             device = kwargs.get("device") or V.graph.get_current_device_or_throw()
             if kwargs.get("triton", True) or device.type != _DEVICE_TYPE:
                 super()._generate_kernel_call_helper(kernel_name, call_args, **kwargs)
                 return
-            root = self
-            while getattr(root, "parent_wrapper", None) is not None:
-                root = root.parent_wrapper
-            line = f"from {_PACKAGE}._C import _launch_compiled as {_LAUNCH}"
-            if not root.imports.contains(line):
-                root.imports.writeline(line)
+            self._import_from_C("_launch_compiled", _LAUNCH)
             self.writeline(f"{_LAUNCH}({', '.join([kernel_name, *call_args])}){self.ending}")
+
+        def make_allocation(self, name: str, device: torch.device, dtype: torch.dtype, shape: Any,
+                            stride: Any, allocation_shape: Any = None, is_pinned: bool = False) -> str:
+            # Buffers come from the device's allocator without a dispatcher
+            # call, as Inductor's own empty_strided_cpu/_cuda do.
+            if device.type != _DEVICE_TYPE or config.test_configs.track_memory_lifecycle:
+                return super().make_allocation(name, device, dtype, shape, stride,
+                                               allocation_shape, is_pinned)
+            self._import_from_C("_empty_strided", _EMPTY)
+            shape_text = self.codegen_python_shape_tuple(shape)
+            allocated = self.codegen_python_shape_tuple(
+                shape if allocation_shape is None else allocation_shape)
+            stride_text = self.codegen_python_shape_tuple(stride)
+            index = -1 if device.index is None else device.index
+            line = f"{name} = {_EMPTY}({allocated}, {stride_text}, {dtype}, {index})"
+            if shape_text != allocated:
+                line += f".as_strided({shape_text}, {stride_text})"
+            return line
 
     class SubgraphWrapperCodegen(KernelCalls, SubgraphPythonWrapperCodegen):
         pass
@@ -199,7 +228,20 @@ def _make_inductor_classes() -> tuple[Any, Any, Any, Any]:
                 "cpp_wrapper", "Inductor's C++ wrapper knows only the devices built into "
                 "PyTorch (torch._inductor.codegen.cpp_utils.DEVICE_TO_ATEN).")
 
-    return CppScheduling, WrapperCodegen, CppWrapperCodegen, OpOverrides
+    class CodegenIdentity(CustomGraphModulePass):
+        """Inductor's caches key compiled graphs by Inductor's code and
+        settings, not by this backend's code generation: a graph compiled by
+        an earlier build of the backend would come back from the cache with
+        that build's code. This pass changes nothing; its uuid, part of every
+        cache key, is the hash of the backend's code generation and bindings."""
+
+        def __call__(self, gm: torch.fx.GraphModule) -> None:
+            pass
+
+        def uuid(self) -> bytes:
+            return get_hash_for_files((__file__, _C.__file__))
+
+    return CppScheduling, WrapperCodegen, CppWrapperCodegen, OpOverrides, CodegenIdentity
 
 
 def get_raw_stream(device_index: int) -> int:
@@ -334,9 +376,10 @@ def register() -> None:
         register_device_op_overrides,
     )
 
-    scheduling, wrapper, cpp_wrapper, op_overrides = _make_inductor_classes()
+    scheduling, wrapper, cpp_wrapper, op_overrides, identity = _make_inductor_classes()
     register_device_op_overrides(_DEVICE_TYPE, op_overrides())
-    register_backend_for_device(_DEVICE_TYPE, scheduling, wrapper, cpp_wrapper)
+    register_backend_for_device(_DEVICE_TYPE, scheduling, wrapper, cpp_wrapper,
+                                device_custom_pass=identity())
     if torch.torch_version.TorchVersion(torch.__version__) < _WORKAROUNDS_BEFORE:
         for workaround in TORCH_WORKAROUNDS:
             workaround()

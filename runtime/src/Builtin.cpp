@@ -305,10 +305,9 @@ at::Tensor wrapper_empty_strided(c10::SymIntArrayRef size,
               " supports strided tensors only, got layout ", *layout);
   TORCH_CHECK(!pin_memory.value_or(false),
               "Only dense CPU tensors can be pinned");
-  const c10::DeviceGuard guard(device.value_or(at::Device(kDeviceType)));
-  return at::detail::empty_strided_generic(
+  return emptyStrided(
       C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride),
-      getTensorAllocator(), kDeviceKeySet, c10::dtype_or_default(dtype));
+      c10::dtype_or_default(dtype), device.has_value() ? device->index() : -1);
 }
 
 at::Tensor wrapper_as_strided(const at::Tensor& self, c10::SymIntArrayRef size,
@@ -412,6 +411,13 @@ void wrapper_record_stream(at::Tensor& self, at::Stream stream) {
 }
 
 }  // namespace
+
+at::Tensor emptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride,
+                        c10::ScalarType dtype, c10::DeviceIndex device) {
+  const c10::DeviceGuard guard(at::Device(kDeviceType, device));
+  return at::detail::empty_strided_generic(size, stride, getTensorAllocator(),
+                                           kDeviceKeySet, dtype);
+}
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", TORCH_FN(wrapper__copy_from));

@@ -59,6 +59,8 @@ def test_forward_runs_compiled_kernels_on_the_device(device):
     assert "cpp_fused" in code
     assert "_launch_compiled as _device_launch" in code
     assert "_device_launch(cpp_fused" in code
+    # Buffers from the device's allocator, without a dispatcher call.
+    assert "= _device_empty_strided((" in code
     assert "extern_kernels" in code
 
 

@@ -14,6 +14,7 @@
 
 #include "accgen/runtime/Config.h"
 
+#include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 #include <c10/core/Stream.h>
 
@@ -92,6 +93,12 @@ c10::DeviceAllocator* getDeviceAllocator();
 /// getDeviceAllocator() as the plain c10::Allocator that tensor factories
 /// take (no need for the heavier CachingDeviceAllocator.h).
 c10::Allocator* getTensorAllocator();
+
+/// A new uninitialised tensor on `device` (-1: the current device) with the
+/// given sizes and strides: what empty_strided on the device does, without
+/// the dispatcher (compiled graphs allocate their buffers through it).
+at::Tensor emptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride,
+                        c10::ScalarType dtype, c10::DeviceIndex device = -1);
 
 /// Marks memory of `data_ptr` as used by work on `stream` as well, so the
 /// allocator does not reuse it before that work completed.
