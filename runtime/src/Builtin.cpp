@@ -307,7 +307,8 @@ at::Tensor wrapper_empty_strided(c10::SymIntArrayRef size,
               "Only dense CPU tensors can be pinned");
   return emptyStrided(
       C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride),
-      c10::dtype_or_default(dtype), device.has_value() ? device->index() : -1);
+      c10::dtype_or_default(dtype),
+      device.has_value() ? device->index() : c10::DeviceIndex{-1});
 }
 
 at::Tensor wrapper_as_strided(const at::Tensor& self, c10::SymIntArrayRef size,
