@@ -98,38 +98,34 @@ def test_unlisted_operators_are_emulated(second_backend):
     assert r.stdout.strip().endswith("ok")
 
 
-def test_models_and_opinfo_sweep_on_the_init_backend(second_backend):
-    # The suites the example runs, against the freshly initialised backend.
+def _run_suites_on(second_backend, names, *pytest_args):
+    # Runs suites of this directory against the freshly initialised backend;
+    # every test of them must run and pass.
     project = second_backend.parent / "second"
-    suites = [os.path.join(os.path.dirname(__file__), name)
-              for name in ("test_models.py", "test_opinfo_sweep.py",
-                           "test_hook_ops.py")]
+    suites = [os.path.join(os.path.dirname(__file__), name) for name in names]
     env = dict(os.environ, PYTHONPATH=str(second_backend),
                TORCH_DEVICE_BACKEND_AUTOLOAD="0",
                ACCGEN_TEST_SPECS=str(project / "specs"))
     r = subprocess.run(
         [sys.executable, "-c", "import torch_second, sys, pytest\n"
-         f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', *{suites!r}]))"],
+         "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', "
+         f"*{suites!r}, *{list(pytest_args)!r}]))"],
         capture_output=True, text=True, env=env, cwd=str(project))
     assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
     assert " passed" in r.stdout and "skipped" not in r.stdout, r.stdout[-2000:]
+
+
+def test_models_and_opinfo_sweep_on_the_init_backend(second_backend):
+    # The suites the example runs, against the freshly initialised backend.
+    _run_suites_on(second_backend, ("test_models.py", "test_opinfo_sweep.py",
+                                    "test_hook_ops.py"))
 
 
 def test_compile_on_the_init_backend(second_backend):
     # torch.compile on the freshly initialised backend: the compile suite
     # less the example's custom operator, which an init project lacks.
-    project = second_backend.parent / "second"
-    suite = os.path.join(os.path.dirname(__file__), "test_compile.py")
-    env = dict(os.environ, PYTHONPATH=str(second_backend),
-               TORCH_DEVICE_BACKEND_AUTOLOAD="0",
-               ACCGEN_TEST_SPECS=str(project / "specs"))
-    r = subprocess.run(
-        [sys.executable, "-c", "import torch_second, sys, pytest\n"
-         f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', {suite!r}, "
-         "'-k', 'not custom_operator']))"],
-        capture_output=True, text=True, env=env, cwd=str(project))
-    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
-    assert " passed" in r.stdout and "skipped" not in r.stdout, r.stdout[-2000:]
+    _run_suites_on(second_backend, ("test_compile.py",),
+                   "-k", "not custom_operator")
 
 
 def test_project_smoke_tests_pass(second_backend):
