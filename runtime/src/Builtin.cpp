@@ -33,6 +33,7 @@
 #include <torch/library.h>
 
 #include "accgen/runtime/Driver.h"
+#include "accgen/runtime/Emulate.h"
 #include "accgen/runtime/Registration.h"
 #include "accgen/runtime/Runtime.h"
 
@@ -211,6 +212,12 @@ void copyAny(const at::Tensor& src, const at::Tensor& dst) {
       (src.is_cpu() || isDevice(src)) && (dst.is_cpu() || isDevice(dst)),
       kDeviceName, " can copy between ", kDeviceName,
       " and cpu tensors only, got ", src.device(), " -> ", dst.device());
+  // Note [Device misuse] in Emulate.cpp.
+  for (const at::Tensor* t : {&src, &dst}) {
+    if (isDevice(*t)) {
+      emulate::checkInBounds(*t);
+    }
+  }
   if (dst.numel() == 0) {
     return;
   }

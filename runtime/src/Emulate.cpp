@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -80,11 +81,22 @@ enum class ArgKind {
 };
 
 // What the emulation needs to know of a schema, computed once per operator.
+// Operators that take CPU tensors beside device tensors by design, as on
+// CUDA (Note [Device misuse]): copies between devices, and the split points
+// of tensor_split, which must be on the CPU.
+bool allowsCpuTensors(const c10::FunctionSchema& schema) {
+  static const std::set<std::string, std::less<>> kOps = {
+      "aten::_copy_from", "aten::_copy_from_and_resize", "aten::_to_copy",
+      "aten::copy_", "aten::tensor_split"};
+  return kOps.count(schema.name()) != 0;
+}
+
 struct Plan {
   std::vector<ArgKind> kinds;
   std::vector<bool> written;
   std::size_t num_returns = 0;
   bool has_generator = false;
+  bool allows_cpu_tensors = false;
 
   explicit Plan(const c10::FunctionSchema& schema) {
     for (const auto& arg : schema.arguments()) {
@@ -115,6 +127,7 @@ struct Plan {
                         arg.alias_info()->isWrite());
     }
     num_returns = schema.returns().size();
+    allows_cpu_tensors = allowsCpuTensors(schema);
   }
 };
 
@@ -158,6 +171,7 @@ class AliasSet {
                   "!");
     }
     c10::StorageImpl* impl = device.storage().unsafeGetStorageImpl();
+    checkInBounds(device);
     c10::Storage host_storage;
     for (const auto& [known, host] : storages_) {
       if (known == impl) {
@@ -315,6 +329,9 @@ void aliasArguments(const Plan& plan, torch::jit::Stack& stack,
                     AliasSet& aliases) {
   const std::size_t n = plan.kinds.size();
   const std::size_t base = stack.size() - n;
+  if (!plan.allows_cpu_tensors) {
+    checkSameDevice(c10::ArrayRef<c10::IValue>(stack).slice(base));
+  }
   for (std::size_t i = 0; i < n; ++i) {
     c10::IValue& value = stack[base + i];
     const bool written = plan.written[i];
@@ -992,6 +1009,53 @@ const T& cachedPlan(const c10::OperatorHandle& op,
 }
 
 }  // namespace
+
+// Note [Device misuse]: what real hardware refuses, the emulation refuses
+// too, before a kernel touches device memory, so that code which runs on
+// the emulator does not break on the chip.
+
+void checkInBounds(const at::Tensor& t) {
+  if (!t.defined() || t.numel() == 0) {
+    return;
+  }
+  const std::size_t held = t.storage().nbytes();
+  const std::size_t needed = at::detail::computeStorageNbytes(
+      t.sizes(), t.strides(), t.itemsize(),
+      static_cast<std::size_t>(t.storage_offset()));
+  TORCH_CHECK(needed <= held, "a ", kDeviceName, " tensor of sizes ", t.sizes(),
+              ", strides ", t.strides(), " and storage offset ",
+              t.storage_offset(), " needs a storage of ", needed,
+              " bytes; its storage holds ", held,
+              " (resized or replaced after the tensor was made?)");
+}
+
+void checkSameDevice(c10::ArrayRef<c10::IValue> args) {
+  std::optional<c10::Device> device;
+  bool cpu_tensor = false;
+  const auto note = [&](const at::Tensor& t) {
+    if (!t.defined()) {
+      return;
+    }
+    if (t.device().type() == kDeviceType) {
+      device = device.value_or(t.device());
+    } else if (t.device().type() == c10::kCPU && t.dim() != 0) {
+      cpu_tensor = true;
+    }
+  };
+  for (const c10::IValue& arg : args) {
+    if (arg.isTensor()) {
+      note(arg.toTensor());
+    } else if (arg.isTensorList()) {
+      for (const at::Tensor& t : arg.toTensorList()) {
+        note(t);
+      }
+    }
+  }
+  TORCH_CHECK(!(cpu_tensor && device.has_value()),
+              "Expected all tensors to be on the same device, but found at "
+              "least two devices, ",
+              device.value_or(c10::Device(kDeviceType)), " and cpu!");
+}
 
 at::Tensor hostAlias(const at::Tensor& device_tensor) {
   AliasSet aliases;

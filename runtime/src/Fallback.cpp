@@ -81,6 +81,15 @@ c10::DeviceIndex deviceOfArguments(const c10::OperatorHandle& op,
 
 void cpuFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   noteFallback(op);
+  // Note [Device misuse] in Emulate.cpp: the copies would hide what the
+  // device would refuse.
+  const auto args = torch::jit::last(*stack, op.schema().arguments().size());
+  emulate::checkSameDevice(args);
+  for (const c10::IValue& arg : args) {
+    if (arg.isTensor()) {
+      emulate::checkInBounds(arg.toTensor());
+    }
+  }
   emulate::HostGenerators generators;
   generators.borrow(op.schema(), *stack, deviceOfArguments(op, *stack));
   at::native::cpu_fallback(op, stack);

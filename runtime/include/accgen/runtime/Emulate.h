@@ -34,6 +34,18 @@
 
 namespace accgen::runtime::emulate {
 
+/// Raises the error a device raises for a tensor whose view reaches past the
+/// end of its storage (a storage resized to zero or shrunk after the tensor
+/// was made), before anything reads or writes through it (Note [Device
+/// misuse] in Emulate.cpp).
+void checkInBounds(const at::Tensor& t);
+
+/// Raises CUDA's "Expected all tensors to be on the same device" when the
+/// Tensor and Tensor[] values among `args` hold both device tensors and CPU
+/// tensors other than 0-dim ones (scalars). Tensor?[] values (the indices
+/// of advanced indexing) may be on the CPU, as on CUDA.
+void checkSameDevice(c10::ArrayRef<c10::IValue> args);
+
 /// A CPU tensor over the same bytes as `device_tensor` (same sizes, strides
 /// and storage offset; it owns nothing). Only a kernel running with access
 /// to the tensor's allocation may read or write through it.

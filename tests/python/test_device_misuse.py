@@ -1,0 +1,71 @@
+"""The device refuses what real hardware refuses (Note [Device misuse] in
+runtime/src/Emulate.cpp): a CPU tensor among an operator's device tensors,
+and a tensor whose view reaches past the end of its storage, raise before
+any kernel touches device memory, in every emulated path (listed
+`emulate` entries, the emulate fallback, the CPU fallback and copies).
+What CUDA allows still works: CPU scalars, CPU indices of advanced
+indexing, and the CPU split points of tensor_split.
+"""
+import pytest
+import torch
+
+SAME_DEVICE = "Expected all tensors to be on the same device"
+
+
+def _mixes(device):
+    a = torch.randn(3, 3, device=device)
+    c = torch.randn(3, 3)
+    return {
+        "mm": lambda: torch.mm(a, c),
+        "cat": lambda: torch.cat([a, c]),
+        "where": lambda: torch.where(a > 0, a, c),
+        "mul out= on the cpu": lambda: torch.mul(a, a, out=torch.empty(3, 3)),
+        "index_select": lambda: a.index_select(0, torch.tensor([0, 1])),
+        "dot": lambda: torch.dot(a[0], c[0]),
+        "masked_fill": lambda: a.masked_fill(c > 0, 1.0),
+        # Not in the example's spec: the emulate fallback.
+        "lgamma out= on the cpu": lambda: torch.lgamma(a, out=torch.empty(3, 3)),
+        # kind: fallback in the example's spec: the CPU fallback.
+        "cumsum out= on the cpu": lambda: torch.cumsum(a, 0, out=torch.empty(3, 3)),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_mixes("cpu")))
+def test_cpu_tensors_among_device_tensors_raise(device, case):
+    with pytest.raises(RuntimeError, match=SAME_DEVICE) as info:
+        _mixes(device)[case]()
+    assert f"{device}:0 and cpu" in str(info.value)
+
+
+def test_what_cuda_allows_still_works(device):
+    a = torch.arange(6.0).reshape(2, 3)
+    d = a.to(device)
+    # A 0-dim CPU tensor is a scalar.
+    torch.testing.assert_close((d * torch.tensor(2.0)).cpu(), a * 2)
+    # Advanced indexing takes CPU indices.
+    index = torch.tensor([1, 0])
+    torch.testing.assert_close(d[index].cpu(), a[index])
+    d[index] = torch.zeros(2, 3, device=device)
+    assert d.abs().sum().item() == 0
+    # tensor_split takes its split points on the CPU.
+    parts = torch.tensor_split(torch.arange(6.0, device=device), torch.tensor([2, 4]))
+    assert [p.cpu().tolist() for p in parts] == [[0, 1], [2, 3], [4, 5]]
+
+
+def _shrunk(device, nbytes):
+    t = torch.randn(4, device=device)
+    t.untyped_storage().resize_(nbytes)
+    return t
+
+
+@pytest.mark.parametrize("nbytes", [0, 8])
+@pytest.mark.parametrize("use", ["emulated operator", "copy to the cpu",
+                                 "cpu fallback"])
+def test_views_past_their_storage_raise(device, nbytes, use):
+    t = _shrunk(device, nbytes)
+    run = {"emulated operator": lambda: t * 2,
+           "copy to the cpu": lambda: t.cpu(),
+           "cpu fallback": lambda: torch.cumsum(t, 0)}[use]
+    with pytest.raises(RuntimeError, match="needs a storage of 16 bytes") as info:
+        run()
+    assert f"its storage holds {nbytes}" in str(info.value)
