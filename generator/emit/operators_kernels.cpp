@@ -17,16 +17,22 @@ using nlohmann::json;
 
 // The first tensor argument, for the device guard and the device of new
 // results; "" when there is none (factory functions).
-std::string firstTensor(const schema::CppSignature& sig) {
+std::vector<std::string> tensorArguments(const schema::CppSignature& sig) {
+  std::vector<std::string> names;
   for (const auto& b : sig.arguments) {
     const std::string& t = b.type.text;
     if (t == "const at::Tensor&" || t == "at::Tensor&" ||
         t == "const ::std::optional<at::Tensor>&" || t == "at::TensorList" ||
         t == "const at::ITensorListRef&") {
-      return b.name;
+      names.push_back(b.name);
     }
   }
-  return "";
+  return names;
+}
+
+std::string firstTensor(const schema::CppSignature& sig) {
+  std::vector<std::string> names = tensorArguments(sig);
+  return names.empty() ? "" : names.front();
 }
 
 // The out arguments' names of a signature, in order.
@@ -162,14 +168,16 @@ json kernelWrapper(const model::Operator& op, const model::Registration& m,
       break;
     }
   }
-  const std::string guard = firstTensor(m.signature);
+  const std::vector<std::string> tensors = tensorArguments(m.signature);
   json w = returnsData(m.signature);
   auto& fields = w.get_ref<json::object_t&>();
   fields.emplace("name", m.fullName());
   fields.emplace("wrapper", m.wrapper_name);
   fields.emplace("decl", m.signature.decl(m.wrapper_name));
+  const std::string guard = tensors.empty() ? "" : tensors.front();
   fields.emplace("guard", guard);
-  fields.emplace("has_guard", !guard.empty());
+  fields.emplace("has_guard", !tensors.empty());
+  fields.emplace("tensor_args", joined(tensors));
   fields.emplace("kernel", "kernels::" + op.kernel_name);
   fields.emplace("primary", &m == &p);
   for (const char* flag : {"functional_from_out", "inplace_from_out",

@@ -700,6 +700,10 @@ ViaOut runViaOut(const c10::OperatorHandle& op, const c10::OperatorHandle& out,
                  torch::jit::Stack* stack, bool keyed_only = false) {
   const std::size_t n = plan.functional.kinds.size();
   const std::size_t base = stack->size() - n;
+  // Before the shape computation, which would report meta tensors.
+  if (!plan.functional.allows_cpu_tensors) {
+    checkSameDevice(c10::ArrayRef<c10::IValue>(*stack).slice(base));
+  }
 
   ShapeCache::Key key;
   ShapeCache::Results shapes;
@@ -1014,7 +1018,7 @@ const T& cachedPlan(const c10::OperatorHandle& op,
 // too, before a kernel touches device memory, so that code which runs on
 // the emulator does not break on the chip.
 
-void checkInBounds(const at::Tensor& t) {
+void checkInBounds(const at::TensorBase& t) {
   if (!t.defined() || t.numel() == 0) {
     return;
   }
@@ -1029,32 +1033,54 @@ void checkInBounds(const at::Tensor& t) {
               " (resized or replaced after the tensor was made?)");
 }
 
+void SameDeviceCheck::add(const at::Tensor& t) {
+  if (!t.defined()) {
+    return;
+  }
+  if (t.device().type() == kDeviceType) {
+    device_ = device_.value_or(t.device());
+  } else if (t.device().type() == c10::kCPU && t.dim() != 0) {
+    cpu_tensor_ = true;
+  }
+}
+
+void SameDeviceCheck::add(const std::optional<at::Tensor>& t) {
+  if (t.has_value()) {
+    add(*t);
+  }
+}
+
+void SameDeviceCheck::add(c10::ArrayRef<at::Tensor> ts) {
+  for (const at::Tensor& t : ts) {
+    add(t);
+  }
+}
+
+void SameDeviceCheck::add(const at::ITensorListRef& ts) {
+  for (const at::Tensor& t : ts) {
+    add(t);
+  }
+}
+
+void SameDeviceCheck::finish() const {
+  TORCH_CHECK(!(cpu_tensor_ && device_.has_value()),
+              "Expected all tensors to be on the same device, but found at "
+              "least two devices, ",
+              device_.value_or(c10::Device(kDeviceType)), " and cpu!");
+}
+
 void checkSameDevice(c10::ArrayRef<c10::IValue> args) {
-  std::optional<c10::Device> device;
-  bool cpu_tensor = false;
-  const auto note = [&](const at::Tensor& t) {
-    if (!t.defined()) {
-      return;
-    }
-    if (t.device().type() == kDeviceType) {
-      device = device.value_or(t.device());
-    } else if (t.device().type() == c10::kCPU && t.dim() != 0) {
-      cpu_tensor = true;
-    }
-  };
+  SameDeviceCheck check;
   for (const c10::IValue& arg : args) {
     if (arg.isTensor()) {
-      note(arg.toTensor());
+      check.add(arg.toTensor());
     } else if (arg.isTensorList()) {
       for (const at::Tensor& t : arg.toTensorList()) {
-        note(t);
+        check.add(t);
       }
     }
   }
-  TORCH_CHECK(!(cpu_tensor && device.has_value()),
-              "Expected all tensors to be on the same device, but found at "
-              "least two devices, ",
-              device.value_or(c10::Device(kDeviceType)), " and cpu!");
+  check.finish();
 }
 
 at::Tensor hostAlias(const at::Tensor& device_tensor) {

@@ -27,6 +27,11 @@ def _mixes(device):
         "lgamma out= on the cpu": lambda: torch.lgamma(a, out=torch.empty(3, 3)),
         # kind: fallback in the example's spec: the CPU fallback.
         "cumsum out= on the cpu": lambda: torch.cumsum(a, 0, out=torch.empty(3, 3)),
+        # kind: kernel and kind: stub in the example's spec (on an init
+        # backend, whatever registers them).
+        "add": lambda: a + c,
+        "abs out= on the cpu": lambda: torch.abs(a, out=torch.empty(3, 3)),
+        "addr": lambda: torch.addr(a, a[0], c[0]),
     }
 
 
@@ -59,13 +64,18 @@ def _shrunk(device, nbytes):
 
 
 @pytest.mark.parametrize("nbytes", [0, 8])
-@pytest.mark.parametrize("use", ["emulated operator", "copy to the cpu",
-                                 "cpu fallback"])
+@pytest.mark.parametrize("use", ["mul", "copy to the cpu", "cumsum", "add",
+                                 "relu", "abs"])
 def test_views_past_their_storage_raise(device, nbytes, use):
+    # In the example: mul emulated, cumsum through the CPU fallback, add and
+    # relu user kernels, abs a DispatchStub.
     t = _shrunk(device, nbytes)
-    run = {"emulated operator": lambda: t * 2,
+    run = {"mul": lambda: t * 2,
            "copy to the cpu": lambda: t.cpu(),
-           "cpu fallback": lambda: torch.cumsum(t, 0)}[use]
+           "cumsum": lambda: torch.cumsum(t, 0),
+           "add": lambda: t + t,
+           "relu": lambda: torch.relu(t),
+           "abs": lambda: torch.abs(t)}[use]
     with pytest.raises(RuntimeError, match="needs a storage of 16 bytes") as info:
         run()
     assert f"its storage holds {nbytes}" in str(info.value)

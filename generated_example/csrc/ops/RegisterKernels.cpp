@@ -26,6 +26,7 @@ using namespace ::accgen::runtime::wrappers;
 // add.Tensor
 at::Tensor wrapper_add_Tensor(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   const c10::OptionalDeviceGuard device_guard(at::device_of(self));
+  checkArguments(self, other);
   const auto shapes = at::meta::add(toMeta(self), toMeta(other), alpha);
   at::Tensor out = emptyLike(shapes, deviceOf(self));
   kernels::kernel_add_out(self, other, alpha, out);
@@ -35,6 +36,7 @@ at::Tensor wrapper_add_Tensor(const at::Tensor& self, const at::Tensor& other, c
 // add_.Tensor
 at::Tensor& wrapper_add__Tensor(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   const c10::OptionalDeviceGuard device_guard(at::device_of(self));
+  checkArguments(self, other);
   kernels::kernel_add_out(self, other, alpha, self);
   return self;
 }
@@ -42,12 +44,14 @@ at::Tensor& wrapper_add__Tensor(at::Tensor& self, const at::Tensor& other, const
 // add.out
 at::Tensor& wrapper_add_out(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out) {
   const c10::OptionalDeviceGuard device_guard(at::device_of(self));
+  checkArguments(self, other, out);
   return kernels::kernel_add_out(self, other, alpha, out);
 }
 
 // fill.Scalar
 at::Tensor wrapper_fill_Scalar(const at::Tensor& self, const at::Scalar& value) {
   const c10::OptionalDeviceGuard device_guard(at::device_of(self));
+  checkArguments(self);
   const auto shapes = at::_ops::fill_Scalar::redispatch(c10::DispatchKeySet(c10::DispatchKey::Meta), toMeta(self), value);
   at::Tensor result = emptyLike(shapes, deviceOf(self));
   result.copy_(self);
@@ -58,18 +62,21 @@ at::Tensor wrapper_fill_Scalar(const at::Tensor& self, const at::Scalar& value) 
 // fill_.Scalar
 at::Tensor& wrapper_fill__Scalar(at::Tensor& self, const at::Scalar& value) {
   const c10::OptionalDeviceGuard device_guard(at::device_of(self));
+  checkArguments(self);
   return kernels::kernel_fill__Scalar(self, value);
 }
 
 // relu
 at::Tensor wrapper_relu(const at::Tensor& self) {
   const c10::OptionalDeviceGuard device_guard(at::device_of(self));
+  checkArguments(self);
   return kernels::kernel_relu(self);
 }
 
 // relu_
 at::Tensor& wrapper_relu_(at::Tensor& self) {
   const c10::OptionalDeviceGuard device_guard(at::device_of(self));
+  checkArguments(self);
   const auto result = kernels::kernel_relu(self);
   self.copy_(result);
   return self;

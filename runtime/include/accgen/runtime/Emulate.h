@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include <ATen/core/IListRef.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/boxing/KernelFunction.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -38,12 +39,27 @@ namespace accgen::runtime::emulate {
 /// end of its storage (a storage resized to zero or shrunk after the tensor
 /// was made), before anything reads or writes through it (Note [Device
 /// misuse] in Emulate.cpp).
-void checkInBounds(const at::Tensor& t);
+void checkInBounds(const at::TensorBase& t);
 
-/// Raises CUDA's "Expected all tensors to be on the same device" when the
-/// Tensor and Tensor[] values among `args` hold both device tensors and CPU
-/// tensors other than 0-dim ones (scalars). Tensor?[] values (the indices
-/// of advanced indexing) may be on the CPU, as on CUDA.
+/// The same-device check of one operator's tensor arguments: finish()
+/// raises CUDA's "Expected all tensors to be on the same device" when they
+/// hold both device tensors and CPU tensors other than 0-dim ones
+/// (scalars). The indices of advanced indexing (Tensor?[]) are not added:
+/// they may be on the CPU, as on CUDA.
+class SameDeviceCheck {
+ public:
+  void add(const at::Tensor& t);
+  void add(const std::optional<at::Tensor>& t);
+  void add(c10::ArrayRef<at::Tensor> ts);
+  void add(const at::ITensorListRef& ts);
+  void finish() const;
+
+ private:
+  std::optional<c10::Device> device_;
+  bool cpu_tensor_ = false;
+};
+
+/// SameDeviceCheck over the Tensor and Tensor[] values among `args`.
 void checkSameDevice(c10::ArrayRef<c10::IValue> args);
 
 /// A CPU tensor over the same bytes as `device_tensor` (same sizes, strides

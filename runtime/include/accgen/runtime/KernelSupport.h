@@ -50,6 +50,34 @@ inline c10::List<std::optional<at::Tensor>> toMeta(
 
 // The device of new results: that of the first tensor argument, else the
 // current device.
+inline void checkBounds(const at::Tensor& t) {
+  if (t.defined() && t.device().type() == kDeviceType) {
+    emulate::checkInBounds(t);
+  }
+}
+inline void checkBounds(const std::optional<at::Tensor>& t) {
+  if (t.has_value()) {
+    checkBounds(*t);
+  }
+}
+inline void checkBounds(const at::ITensorListRef& ts) {
+  for (const at::Tensor& t : ts) {
+    checkBounds(t);
+  }
+}
+
+/// Note [Device misuse] in Emulate.cpp, for a kernel wrapper's tensor
+/// arguments (Tensor, Tensor?, Tensor[]): a CPU tensor among device tensors
+/// raises the same-device error, and a device tensor whose view reaches
+/// past its storage raises before the kernel touches it.
+template <class... Args>
+void checkArguments(const Args&... args) {
+  emulate::SameDeviceCheck check;
+  (check.add(args), ...);
+  check.finish();
+  (checkBounds(args), ...);
+}
+
 inline c10::Device deviceOf(const at::Tensor& t) {
   return t.device();
 }

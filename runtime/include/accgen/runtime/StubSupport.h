@@ -38,6 +38,8 @@ class StubBuffers {
   }
   void add(const at::TensorBase& t) {
     if (t.defined() && t.device().type() == kDeviceType) {
+      // Note [Device misuse] in Emulate.cpp.
+      emulate::checkInBounds(t);
       if (device_ < 0) {
         device_ = t.device().index();
       }

@@ -27,6 +27,7 @@ using namespace ::accgen::runtime::wrappers;
 // fill.Scalar
 at::Tensor wrapper_fill_Scalar(const at::Tensor& self, const at::Scalar& value) {
   const c10::OptionalDeviceGuard device_guard(at::device_of(self));
+  checkArguments(self);
   const auto shapes = at::_ops::fill_Scalar::redispatch(c10::DispatchKeySet(c10::DispatchKey::Meta), toMeta(self), value);
   at::Tensor result = emptyLike(shapes, deviceOf(self));
   result.copy_(self);
@@ -37,18 +38,21 @@ at::Tensor wrapper_fill_Scalar(const at::Tensor& self, const at::Scalar& value) 
 // fill_.Scalar
 at::Tensor& wrapper_fill__Scalar(at::Tensor& self, const at::Scalar& value) {
   const c10::OptionalDeviceGuard device_guard(at::device_of(self));
+  checkArguments(self);
   return kernels::kernel_fill__Scalar(self, value);
 }
 
 // mul.Tensor
 at::Tensor wrapper_mul_Tensor(const at::Tensor& self, const at::Tensor& other) {
   const c10::OptionalDeviceGuard device_guard(at::device_of(self));
+  checkArguments(self, other);
   return kernels::kernel_mul_Tensor(self, other);
 }
 
 // mul_.Tensor
 at::Tensor& wrapper_mul__Tensor(at::Tensor& self, const at::Tensor& other) {
   const c10::OptionalDeviceGuard device_guard(at::device_of(self));
+  checkArguments(self, other);
   const auto result = kernels::kernel_mul_Tensor(self, other);
   self.copy_(result);
   return self;
@@ -57,6 +61,7 @@ at::Tensor& wrapper_mul__Tensor(at::Tensor& self, const at::Tensor& other) {
 // mul.out
 at::Tensor& wrapper_mul_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
   const c10::OptionalDeviceGuard device_guard(at::device_of(self));
+  checkArguments(self, other, out);
   const auto result = kernels::kernel_mul_Tensor(self, other);
   at::native::resize_output(out, result.sizes());
   out.copy_(result);
@@ -66,6 +71,7 @@ at::Tensor& wrapper_mul_out(const at::Tensor& self, const at::Tensor& other, at:
 // sub.Tensor
 at::Tensor wrapper_sub_Tensor(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   const c10::OptionalDeviceGuard device_guard(at::device_of(self));
+  checkArguments(self, other);
   const auto shapes = at::meta::sub(toMeta(self), toMeta(other), alpha);
   at::Tensor out = emptyLike(shapes, deviceOf(self));
   kernels::kernel_sub_out(self, other, alpha, out);
@@ -75,6 +81,7 @@ at::Tensor wrapper_sub_Tensor(const at::Tensor& self, const at::Tensor& other, c
 // sub_.Tensor
 at::Tensor& wrapper_sub__Tensor(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   const c10::OptionalDeviceGuard device_guard(at::device_of(self));
+  checkArguments(self, other);
   kernels::kernel_sub_out(self, other, alpha, self);
   return self;
 }
@@ -82,12 +89,14 @@ at::Tensor& wrapper_sub__Tensor(at::Tensor& self, const at::Tensor& other, const
 // sub.out
 at::Tensor& wrapper_sub_out(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out) {
   const c10::OptionalDeviceGuard device_guard(at::device_of(self));
+  checkArguments(self, other, out);
   return kernels::kernel_sub_out(self, other, alpha, out);
 }
 
 // topk
 ::std::tuple<at::Tensor, at::Tensor> wrapper_topk(const at::Tensor& self, c10::SymInt k, int64_t dim, bool largest, bool sorted) {
   const c10::OptionalDeviceGuard device_guard(at::device_of(self));
+  checkArguments(self);
   return kernels::kernel_topk(self, k, dim, largest, sorted);
 }
 
