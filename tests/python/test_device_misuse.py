@@ -4,7 +4,8 @@ and a tensor whose view reaches past the end of its storage, raise before
 any kernel touches device memory, in every emulated path (listed
 `emulate` entries, the emulate fallback, the CPU fallback and copies).
 What CUDA allows still works: CPU scalars, CPU indices of advanced
-indexing, and the CPU split points of tensor_split.
+indexing, and the CPU split points of tensor_split. set_rng_state refuses
+what is not a state at once, and complex tensors compute as on the CPU.
 """
 import pytest
 import torch
@@ -79,3 +80,35 @@ def test_views_past_their_storage_raise(device, nbytes, use):
     with pytest.raises(RuntimeError, match="needs a storage of 16 bytes") as info:
         run()
     assert f"its storage holds {nbytes}" in str(info.value)
+
+
+@pytest.mark.parametrize("state, error", [
+    (torch.zeros(3), TypeError),
+    (torch.zeros(3, dtype=torch.uint8), RuntimeError),
+])
+def test_set_rng_state_refuses_what_is_not_a_state(mod, state, error):
+    before = mod.get_rng_state()
+    with pytest.raises(error, match="RNG state"):
+        mod.set_rng_state(state)
+    # Nothing was queued or applied: the state is as it was.
+    assert torch.equal(mod.get_rng_state(), before)
+    mod.set_rng_state(before)
+
+
+def test_complex_tensors_compute_as_on_the_cpu(device):
+    torch.manual_seed(0)
+    z = torch.randn(4, 3, dtype=torch.complex64)
+    d = z.to(device)
+    real = torch.view_as_real(d)
+    assert real.device.type == device
+    assert real.untyped_storage().data_ptr() == d.untyped_storage().data_ptr()
+    torch.testing.assert_close(real.cpu(), torch.view_as_real(z))
+    # view_as_real is a view: a write through it reaches the complex tensor.
+    real[0, 0, 0] = 5.0
+    assert d[0, 0].real.item() == 5.0
+    z[0, 0] = complex(5.0, z[0, 0].imag.item())
+    torch.testing.assert_close(torch.view_as_complex(real).cpu(), z)
+    for name, fn in [("mul", lambda t: t * t), ("abs", torch.abs),
+                     ("angle", torch.angle), ("conj", lambda t: t.conj() * 2),
+                     ("mm", lambda t: t @ t.T), ("exp", torch.exp)]:
+        torch.testing.assert_close(fn(d).cpu(), fn(z), msg=name)
