@@ -259,6 +259,7 @@ PYBIND11_MODULE(_C, m) {
         nullptr, 0));
   });
   m.def("_launch_compiled", &launchCompiled);
+  m.def("_begin_exit", &emulate::beginExit);
   m.def("_empty_strided",
         [](const std::vector<int64_t>& size, const std::vector<int64_t>& stride,
            at::ScalarType dtype, int device) {

@@ -9,6 +9,7 @@ The functions mirror ``torch.cuda``: devices, streams and events, random
 number generators, memory statistics and the caching allocator.
 """
 
+import atexit
 import importlib.metadata
 import threading
 import traceback
@@ -591,3 +592,5 @@ def register(package: ModuleType) -> None:
     from . import _compile
 
     _compile.install()
+    # Note [Exit with device work in flight] (runtime/src/Emulate.cpp).
+    atexit.register(_C._begin_exit)

@@ -4,6 +4,7 @@
 #include "accgen/runtime/Emulate.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -12,6 +13,7 @@
 #include <set>
 #include <shared_mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -394,16 +396,41 @@ accError_t runLaunch(void* user_data) {
   return accSuccess;
 }
 
+// Note [Exit with device work in flight]
+// Python 3.11 ends a daemon thread that takes the GIL back while the
+// interpreter finalizes by unwinding its stack, and torch's bindings, which
+// release the GIL around every operator, do not allow that: the process
+// ends in "terminate called without an active exception". A thread in a
+// device operator holds the GIL released for the whole kernel, so a program
+// that exits while a daemon thread drives the device would end that way
+// almost every time. So once Python starts to exit (an atexit handler of
+// the device module calls beginExit), any other thread that reaches a
+// device kernel, or returns from one, parks for good with the GIL released;
+// the process then exits around it. The exiting thread itself carries on.
+std::atomic<bool> g_exiting{false};
+std::atomic<std::thread::id> g_exit_thread{};
+
+void parkIfExiting() {
+  if (C10_UNLIKELY(g_exiting.load(std::memory_order_acquire)) &&
+      std::this_thread::get_id() != g_exit_thread.load()) {
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::hours(1));
+    }
+  }
+}
+
 // Returns whether the kernel resized a result allocated for it
 // (`fresh_results`).
 bool launchAndWait(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
                    c10::function_ref<void()> fn, bool fresh_results) {
+  parkIfExiting();
   Launch launch{fn, nullptr, {}};
   launch.warnings.fresh_results = fresh_results;
   // The CPU kernel reads this frame: a synchronous launch, which runs it on
   // this thread when the stream is idle.
   ACCGEN_CHECK(accLaunchKernelSync(currentNativeStream(device), &runLaunch,
                                    &launch, buffers.data(), buffers.size()));
+  parkIfExiting();
   for (const c10::Warning& warning : launch.warnings.warnings) {
     c10::warn(warning);
   }
@@ -1108,6 +1135,11 @@ at::Tensor copyToDevice(at::Tensor host, c10::Device device) {
 
 at::Tensor metaTensor(const at::Tensor& t) {
   return metaOf(t);
+}
+
+void beginExit() noexcept {
+  g_exit_thread.store(std::this_thread::get_id());
+  g_exiting.store(true, std::memory_order_release);
 }
 
 void runOnDevice(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,

@@ -112,3 +112,21 @@ def test_complex_tensors_compute_as_on_the_cpu(device):
                      ("angle", torch.angle), ("conj", lambda t: t.conj() * 2),
                      ("mm", lambda t: t @ t.T), ("exp", torch.exp)]:
         torch.testing.assert_close(fn(d).cpu(), fn(z), msg=name)
+
+
+def test_exit_while_a_daemon_thread_drives_the_device(mod, device, run_python):
+    # Note [Exit with device work in flight] in runtime/src/Emulate.cpp.
+    code = f"""
+import threading, time, torch, {mod.__name__}
+def work():
+    x = torch.randn(128, 128, device="{device}")
+    while True:
+        x = (x @ x).tanh()
+threading.Thread(target=work, daemon=True).start()
+time.sleep(0.2)
+print("exiting")
+"""
+    for _ in range(3):
+        r = run_python(code, timeout=60)
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert r.stdout.strip() == "exiting"

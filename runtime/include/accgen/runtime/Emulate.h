@@ -77,6 +77,12 @@ at::Tensor copyToDevice(at::Tensor host, c10::Device device);
 /// Meta kernel that computes a result's shape.
 at::Tensor metaTensor(const at::Tensor& t);
 
+/// Marks the process as exiting (Note [Exit with device work in flight] in
+/// Emulate.cpp): from now on, a thread other than the caller that reaches a
+/// device kernel parks there for good instead of returning. Python's exit
+/// calls it before it finalizes.
+void beginExit() noexcept;
+
 /// Runs `fn` as a kernel on the current stream of `device`, with access to
 /// the allocations that hold `buffers`, and waits for it. An exception
 /// thrown by `fn` is rethrown here unchanged; warnings it raised are raised
