@@ -6,7 +6,7 @@ set -euo pipefail
 
 readonly TORCH_VERSION=2.13.0
 readonly DEB_PACKAGES=(
-  cmake ninja-build g++ ccache clang-format clang-tidy
+  cmake ninja-build g++ ccache clang-format clang-tidy clang-14 libclang-rt-14-dev
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libgtest-dev
   libkainjow-mustache-dev libdtl-dev libxxhash-dev
 )

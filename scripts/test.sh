@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what is missing, builds
 # accgen, the emulator and the tests, runs the gtest suites (plain and under
-# AddressSanitizer + UBSan), checks generated_example/ against the specs,
+# AddressSanitizer + UBSan), fuzzes accgen's input parsers for a short while,
+# checks generated_example/ against the specs,
 # builds and installs the example backend and drives it with pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +30,9 @@ if [ -x scripts/test_emulator_sanitizers.sh ]; then
   echo "== emulator under AddressSanitizer + UBSan"
   bash scripts/test_emulator_sanitizers.sh asan
 fi
+
+echo "== fuzz accgen's input parsers (libFuzzer, ASan + UBSan), 10 s a target"
+bash scripts/fuzz.sh 10
 
 echo "== install accgen to build/install"
 cmake --install build --prefix build/install >/dev/null
