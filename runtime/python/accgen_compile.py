@@ -51,6 +51,17 @@ def _unsupported(what: str, why: str) -> CompileUnsupportedError:
     )
 
 
+def _cpp_wrapper_unsupported(aot: bool) -> CompileUnsupportedError:
+    # AOTInductor and cpp_wrapper: both are Inductor's C++ wrapper.
+    if aot:
+        return _unsupported(
+            "AOTInductor", "its C++ runtime knows only the devices built into "
+            "PyTorch (torch._inductor.codegen.cpp_utils.DEVICE_TO_ATEN).")
+    return _unsupported(
+        "cpp_wrapper", "Inductor's C++ wrapper knows only the devices built into "
+        "PyTorch (torch._inductor.codegen.cpp_utils.DEVICE_TO_ATEN).")
+
+
 # ------------------------------------------------------------------- Dynamo
 
 
@@ -104,9 +115,7 @@ def _register_device_interface(device_interface: Any) -> None:
         def _set_stream_by_id(stream_id: int, device_index: int, device_type: int) -> None:
             _C._set_stream(stream_id, device_index, device_type)
 
-        @staticmethod
-        def get_raw_stream(device_idx: int) -> int:
-            return _dev.current_stream(device_idx).stream_id
+        get_raw_stream = staticmethod(get_raw_stream)
 
         @staticmethod
         def get_compute_capability(device: Any = None) -> str:
@@ -220,13 +229,7 @@ def _make_inductor_classes() -> tuple[Any, ...]:
 
         @staticmethod
         def create(*args: Any, **kwargs: Any) -> Any:
-            if V.aot_compilation:
-                raise _unsupported(
-                    "AOTInductor", "its C++ runtime knows only the devices built into "
-                    "PyTorch (torch._inductor.codegen.cpp_utils.DEVICE_TO_ATEN).")
-            raise _unsupported(
-                "cpp_wrapper", "Inductor's C++ wrapper knows only the devices built into "
-                "PyTorch (torch._inductor.codegen.cpp_utils.DEVICE_TO_ATEN).")
+            raise _cpp_wrapper_unsupported(aot=bool(V.aot_compilation))
 
     class CodegenIdentity(CustomGraphModulePass):
         """Inductor's caches key compiled graphs by Inductor's code and
@@ -343,18 +346,14 @@ def _wrap_compile_fx(compile_fx_module: Any) -> None:
             return patches[name] if name in patches else operator.attrgetter(name)(config)
 
         if V.aot_compilation:
-            raise _unsupported(
-                "AOTInductor", "its C++ runtime knows only the devices built into "
-                "PyTorch (torch._inductor.codegen.cpp_utils.DEVICE_TO_ATEN).")
+            raise _cpp_wrapper_unsupported(aot=True)
         if setting("triton.cudagraphs"):
             raise _unsupported(
                 "mode='reduce-overhead' (CUDA graphs)",
                 "CUDA graphs record CUDA kernels in CUDA's own memory pools; the "
                 "device has neither.")
         if setting("cpp_wrapper"):
-            raise _unsupported(
-                "cpp_wrapper", "Inductor's C++ wrapper knows only the devices built "
-                "into PyTorch (torch._inductor.codegen.cpp_utils.DEVICE_TO_ATEN).")
+            raise _cpp_wrapper_unsupported(aot=False)
         # Random operators run as the device's own operators, drawing from its
         # generator, so a seeded compiled model draws what eager draws.
         with config.patch(fallback_random=True):

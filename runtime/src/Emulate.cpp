@@ -82,7 +82,6 @@ enum class ArgKind {
   kDevice,
 };
 
-// What the emulation needs to know of a schema, computed once per operator.
 // Operators that take CPU tensors beside device tensors by design, as on
 // CUDA (Note [Device misuse]): copies between devices, and the split points
 // of tensor_split, which must be on the CPU.
@@ -93,6 +92,7 @@ bool allowsCpuTensors(const c10::FunctionSchema& schema) {
   return kOps.count(schema.name()) != 0;
 }
 
+// What the emulation needs to know of a schema, computed once per operator.
 struct Plan {
   std::vector<ArgKind> kinds;
   std::vector<bool> written;
@@ -331,9 +331,6 @@ void aliasArguments(const Plan& plan, torch::jit::Stack& stack,
                     AliasSet& aliases) {
   const std::size_t n = plan.kinds.size();
   const std::size_t base = stack.size() - n;
-  if (!plan.allows_cpu_tensors) {
-    checkSameDevice(c10::ArrayRef<c10::IValue>(stack).slice(base));
-  }
   for (std::size_t i = 0; i < n; ++i) {
     c10::IValue& value = stack[base + i];
     const bool written = plan.written[i];
@@ -445,6 +442,11 @@ bool launchAndWait(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
 // resized or reallocated a written argument.
 bool runDirect(const c10::OperatorHandle& op, const Plan& plan,
                torch::jit::Stack* stack, bool fresh_results = false) {
+  // Note [Device misuse]; runViaOut checked the arguments of a call it
+  // makes with fresh results.
+  if (!fresh_results && !plan.allows_cpu_tensors) {
+    checkSameDevice(torch::jit::last(*stack, plan.kinds.size()));
+  }
   AliasSet aliases;
   aliasArguments(plan, *stack, aliases);
   bool reshaped = false;
@@ -729,7 +731,7 @@ ViaOut runViaOut(const c10::OperatorHandle& op, const c10::OperatorHandle& out,
   const std::size_t base = stack->size() - n;
   // Before the shape computation, which would report meta tensors.
   if (!plan.functional.allows_cpu_tensors) {
-    checkSameDevice(c10::ArrayRef<c10::IValue>(*stack).slice(base));
+    checkSameDevice(torch::jit::last(*stack, n));
   }
 
   ShapeCache::Key key;
@@ -1077,12 +1079,6 @@ void SameDeviceCheck::add(const std::optional<at::Tensor>& t) {
   }
 }
 
-void SameDeviceCheck::add(c10::ArrayRef<at::Tensor> ts) {
-  for (const at::Tensor& t : ts) {
-    add(t);
-  }
-}
-
 void SameDeviceCheck::add(const at::ITensorListRef& ts) {
   for (const at::Tensor& t : ts) {
     add(t);
@@ -1102,9 +1098,7 @@ void checkSameDevice(c10::ArrayRef<c10::IValue> args) {
     if (arg.isTensor()) {
       check.add(arg.toTensor());
     } else if (arg.isTensorList()) {
-      for (const at::Tensor& t : arg.toTensorList()) {
-        check.add(t);
-      }
+      check.add(at::ITensorListRef(arg.toTensorList()));
     }
   }
   check.finish();

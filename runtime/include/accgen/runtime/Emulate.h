@@ -50,7 +50,6 @@ class SameDeviceCheck {
  public:
   void add(const at::Tensor& t);
   void add(const std::optional<at::Tensor>& t);
-  void add(c10::ArrayRef<at::Tensor> ts);
   void add(const at::ITensorListRef& ts);
   void finish() const;
 

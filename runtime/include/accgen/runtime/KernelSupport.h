@@ -48,8 +48,6 @@ inline c10::List<std::optional<at::Tensor>> toMeta(
   return out;
 }
 
-// The device of new results: that of the first tensor argument, else the
-// current device.
 inline void checkBounds(const at::Tensor& t) {
   if (t.defined() && t.device().type() == kDeviceType) {
     emulate::checkInBounds(t);
@@ -78,6 +76,8 @@ void checkArguments(const Args&... args) {
   (checkBounds(args), ...);
 }
 
+// The device of new results: that of the first tensor argument, else the
+// current device.
 inline c10::Device deviceOf(const at::Tensor& t) {
   return t.device();
 }
