@@ -10,6 +10,8 @@
 #     SOURCES ${user_sources}        # kernels, tuning: one unit each
 #     [DRIVER <target>]              # implements accgen/driver.h;
 #                                    # default: accgen::emulator
+#     [COLLECTIVES <target>]         # implements accgen/collectives.h;
+#                                    # default: the runtime's, over Gloo
 #     [PYTHON_MODULE]                # also build <package>._C
 #     [INSTALL_DIR <dir>]            # where the package's files go;
 #                                    # default: <package>
@@ -96,16 +98,24 @@ list(TRANSFORM ACCGEN_RUNTIME_SOURCES_B PREPEND "${ACCGEN_RUNTIME_DIR}/src/")
 # [Profiling device time]); it compiles on its own, outside the unity units
 # and the precompiled header, so the macro reaches nothing else.
 set(ACCGEN_RUNTIME_PROFILER_SOURCE "${ACCGEN_RUNTIME_DIR}/src/Profiler.cpp")
+# torch.distributed: the c10d backend, and the collective interface over
+# Gloo unless the backend brings its own (COLLECTIVES). Both read c10d's
+# headers, which include all of ATen: a unit of their own.
+set(ACCGEN_RUNTIME_DISTRIBUTED_SOURCE "${ACCGEN_RUNTIME_DIR}/src/Distributed.cpp")
+set(ACCGEN_RUNTIME_GLOO_SOURCE "${ACCGEN_RUNTIME_DIR}/src/GlooCollectives.cpp")
 set(ACCGEN_RUNTIME_SOURCES ${ACCGEN_RUNTIME_SOURCES_A} ${ACCGEN_RUNTIME_SOURCES_B}
-    ${ACCGEN_RUNTIME_PROFILER_SOURCE})
+    ${ACCGEN_RUNTIME_PROFILER_SOURCE} ${ACCGEN_RUNTIME_DISTRIBUTED_SOURCE})
 set_source_files_properties(${ACCGEN_RUNTIME_SOURCES_A} PROPERTIES
   UNITY_GROUP accgen_runtime_a)
 set_source_files_properties(${ACCGEN_RUNTIME_SOURCES_B} PROPERTIES
   UNITY_GROUP accgen_runtime_b)
+set_source_files_properties(${ACCGEN_RUNTIME_DISTRIBUTED_SOURCE}
+  ${ACCGEN_RUNTIME_GLOO_SOURCE} PROPERTIES UNITY_GROUP accgen_runtime_c)
 
 function(accgen_add_backend name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "PYTHON_MODULE;NO_INSTALL"
-    "PACKAGE;CONFIG_DIR;DRIVER;INSTALL_DIR" "SOURCES;GENERATED_SOURCES")
+    "PACKAGE;CONFIG_DIR;DRIVER;COLLECTIVES;INSTALL_DIR"
+    "SOURCES;GENERATED_SOURCES")
   if(NOT arg_PACKAGE OR NOT arg_CONFIG_DIR)
     message(FATAL_ERROR "accgen_add_backend(${name}): PACKAGE and CONFIG_DIR are required")
   endif()
@@ -124,7 +134,11 @@ function(accgen_add_backend name)
   accgen_find_torch()
 
   set(core torch_${name})
-  add_library(${core} SHARED ${ACCGEN_RUNTIME_SOURCES}
+  set(collectives_source "${ACCGEN_RUNTIME_GLOO_SOURCE}")
+  if(arg_COLLECTIVES)
+    set(collectives_source "")
+  endif()
+  add_library(${core} SHARED ${ACCGEN_RUNTIME_SOURCES} ${collectives_source}
               ${arg_GENERATED_SOURCES} ${arg_SOURCES})
   _accgen_unity_batches(${core} ${arg_GENERATED_SOURCES})
   target_compile_features(${core} PUBLIC cxx_std_20)
@@ -134,7 +148,8 @@ function(accgen_add_backend name)
       "$<BUILD_INTERFACE:${config_dir}>"
     PRIVATE
       "${CMAKE_CURRENT_SOURCE_DIR}")
-  target_link_libraries(${core} PUBLIC accgen::torch PRIVATE ${arg_DRIVER})
+  target_link_libraries(${core} PUBLIC accgen::torch
+                        PRIVATE ${arg_DRIVER} ${arg_COLLECTIVES})
   # The driver interface's header is part of the runtime's API.
   get_target_property(driver_includes ${arg_DRIVER} INTERFACE_INCLUDE_DIRECTORIES)
   target_include_directories(${core} PUBLIC "${driver_includes}")
@@ -222,10 +237,12 @@ function(_accgen_install_core_package name install_dir config_dir driver_include
           DESTINATION "${install_dir}/include")
   foreach(dir IN LISTS driver_includes)
     string(REGEX REPLACE "^\\$<BUILD_INTERFACE:(.*)>$" "\\1" dir "${dir}")
-    if(EXISTS "${dir}/accgen/driver.h")
-      install(FILES "${dir}/accgen/driver.h"
-              DESTINATION "${install_dir}/include/accgen")
-    endif()
+    foreach(header driver.h collectives.h)
+      if(EXISTS "${dir}/accgen/${header}")
+        install(FILES "${dir}/accgen/${header}"
+                DESTINATION "${install_dir}/include/accgen")
+      endif()
+    endforeach()
   endforeach()
   set(ACCGEN_BACKEND_NAME ${name})
   configure_file("${ACCGEN_RUNTIME_DIR}/cmake/BackendConfig.cmake.in"

@@ -17,13 +17,17 @@
 #include <ATen/core/CachingHostAllocator.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/DeviceGuard.h>
+#include <pybind11/chrono.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
 #include <torch/library.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include "accgen/runtime/Distributed.h"
 #include "accgen/runtime/Driver.h"
 #include "accgen/runtime/Emulate.h"
 #include "accgen/runtime/Registration.h"
@@ -260,6 +264,16 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_launch_compiled", &launchCompiled);
   m.def("_begin_exit", &emulate::beginExit);
+  m.def("_distributed_backend_name", &distributedBackendName);
+  m.def("_drain_collectives", &drainCollectives, no_gil);
+  m.def("_make_process_group",
+        [](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+           std::chrono::milliseconds timeout, const py::function& host_group) {
+          // Called only while the group is made, in this call, with the GIL.
+          return makeDistributedBackend(store, rank, size, timeout, [&] {
+            return host_group().cast<c10::intrusive_ptr<c10d::Backend>>();
+          });
+        });
   m.def("_empty_strided",
         [](const std::vector<int64_t>& size, const std::vector<int64_t>& stride,
            at::ScalarType dtype, int device) {

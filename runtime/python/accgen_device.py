@@ -10,6 +10,7 @@ number generators, memory statistics and the caching allocator.
 """
 
 import atexit
+import functools
 import importlib.metadata
 import threading
 import traceback
@@ -575,6 +576,68 @@ def owns_device() -> bool:
     return False
 
 
+def _register_distributed() -> None:
+    # The device's c10d backend, "<device>ccl", becomes the device's default:
+    # init_process_group() without a backend uses it on this device, and
+    # "cpu:gloo,<device>:<device>ccl" names it. Its collectives run over the
+    # collective interface; the Gloo implementation of that interface asks
+    # for a Gloo group over the same ranks, made here on first use (Note
+    # [Collectives over Gloo], runtime/src/GlooCollectives.cpp).
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return
+    name = _C._distributed_backend_name()
+    if name in dist.Backend.backend_list:
+        return
+
+    def create(store: Any, rank: int, size: int, timeout: Any) -> Any:
+        def host_group() -> Any:
+            return dist.ProcessGroupGloo(
+                dist.PrefixStore("host/", store), rank, size, timeout
+            )
+
+        return _C._make_process_group(store, rank, size, timeout, host_group)
+
+    dist.Backend.register_backend(name, create, devices=[_DEVICE_TYPE])
+    if torch.torch_version.TorchVersion(torch.__version__) < (2, 14):
+        _default_group_type_is_the_plugin(dist)
+
+
+def _default_group_type_is_the_plugin(dist: ModuleType) -> None:
+    # Note [The default backend of a group in torch 2.13]
+    # For init_process_group() without a backend, torch 2.13's
+    # _new_process_group_helper sets the group's default backend type to
+    # GLOO unless NCCL is among its backends ("Currently when backend is
+    # UNDEFINED ..." in distributed_c10d.py), even when the device's backend
+    # is a plugin and there is no Gloo backend in the group. C++ users of the
+    # default backend then fail: DDP raises "Could not find backend type 1
+    # for Process Group". Once the group is made, its default becomes the
+    # plugin when it has no backend of the type it was given.
+    # tests/python/test_distributed.py (test_default_group_workaround_is_
+    # still_needed) runs DDP without this and shows it fails on the pinned
+    # torch.
+    from torch.distributed import distributed_c10d as c10d
+
+    original = c10d._new_process_group_helper
+
+    @functools.wraps(original)
+    def new_process_group_helper(*args: Any, **kwargs: Any) -> Any:
+        pg, store = original(*args, **kwargs)
+        if isinstance(pg, dist.ProcessGroup) and pg._get_backend_name() == "gloo":
+            try:
+                pg._get_backend(torch.device(_DEVICE_TYPE))
+            except RuntimeError:
+                return pg, store  # the device is not in this group
+            try:
+                pg._get_backend(torch.device("cpu"))  # Gloo's device
+            except RuntimeError:
+                pg._set_default_backend(dist.ProcessGroup.BackendType.CUSTOM)
+        return pg, store
+
+    c10d._new_process_group_helper = new_process_group_helper
+
+
 def register(package: ModuleType) -> None:
     """Makes `package` (the backend's Python package, which re-exports this
     module) torch.<device>, with Tensor.<device>() and its counterparts.
@@ -592,5 +655,9 @@ def register(package: ModuleType) -> None:
     from . import _compile
 
     _compile.install()
+    _register_distributed()
     # Note [Exit with device work in flight] (runtime/src/Emulate.cpp).
     atexit.register(_C._begin_exit)
+    # Note [Collectives at exit] (accgen/runtime/Distributed.h); atexit runs
+    # this one first.
+    atexit.register(_C._drain_collectives)

@@ -1,0 +1,517 @@
+// The collective interface (accgen/collectives.h) over the Gloo engine
+// inside torch: the implementation a backend gets with the emulator.
+//
+// Note [Collectives over Gloo]
+// torch ships Gloo compiled in, but not its headers, so the engine is
+// reached through a torch ProcessGroupGloo over the same ranks (the
+// bootstrap's host group, made by the backend's Python side). Each
+// collective is a kernel on the caller's stream: when the stream reaches
+// it, it views the device buffers as CPU tensors in place (zero-copy; the
+// kernel's access to those allocations covers Gloo's own threads, which
+// read and write them) and runs the Gloo collective to completion. A
+// failure becomes the communicator's asynchronous error, and the kernels
+// queued after it do nothing: the stream itself stays healthy.
+#include <accgen/collectives.h>
+
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+
+namespace {
+
+struct CommState {
+  c10::intrusive_ptr<c10d::Backend> gloo;
+  int rank = 0;
+  int size = 0;
+  std::mutex mutex;
+  accError_t error = accSuccess;
+  std::string message;
+
+  bool failed() {
+    const std::lock_guard<std::mutex> lock(mutex);
+    return error != accSuccess;
+  }
+
+  void fail(std::string what) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (error == accSuccess) {
+      error = accErrorLaunchFailure;
+      message = std::move(what);
+    }
+  }
+};
+
+}  // namespace
+
+struct accComm_st {
+  // Shared with the kernels still queued, which may outlive the handle.
+  std::shared_ptr<CommState> state;
+};
+
+namespace {
+
+c10::ScalarType scalarType(accDataType_t type) {
+  switch (type) {
+    case accInt8:
+      return c10::kChar;
+    case accUint8:
+      return c10::kByte;
+    case accInt32:
+      return c10::kInt;
+    case accInt64:
+      return c10::kLong;
+    case accFloat16:
+      return c10::kHalf;
+    case accBFloat16:
+      return c10::kBFloat16;
+    case accFloat32:
+      return c10::kFloat;
+    case accFloat64:
+      return c10::kDouble;
+  }
+  return c10::ScalarType::Undefined;
+}
+
+bool validType(accDataType_t type) {
+  return scalarType(type) != c10::ScalarType::Undefined;
+}
+
+c10d::ReduceOp reduceOp(accRedOp_t op) {
+  switch (op) {
+    case accSum:
+      return c10d::ReduceOp::SUM;
+    case accProd:
+      return c10d::ReduceOp::PRODUCT;
+    case accMin:
+      return c10d::ReduceOp::MIN;
+    case accMax:
+      return c10d::ReduceOp::MAX;
+    case accAvg:
+      return c10d::ReduceOp::AVG;
+  }
+  return c10d::ReduceOp::UNUSED;
+}
+
+bool validOp(accRedOp_t op) {
+  return op >= accSum && op <= accAvg;
+}
+
+/// `count` elements at `data` as a CPU tensor, in place.
+at::Tensor view(const void* data, std::size_t count, accDataType_t type) {
+  return at::from_blob(const_cast<void*>(data), {static_cast<int64_t>(count)},
+                       at::TensorOptions().dtype(scalarType(type)));
+}
+
+// Note [Ranks that disagree]
+// Gloo aborts the process when a rank receives more bytes than it expects
+// (an exception on its transport thread), so ranks that call mismatched
+// collectives must find out before any data moves. Each collective first
+// all-gathers a fixed-size signature (what, how many elements, which type,
+// the reduction or root, and for all-to-all the counts per peer); ranks
+// that disagree all raise an error that lists every rank's call, and no
+// data moves. A send carries its signature ahead of its data, which the
+// receiving rank checks. The price is one small message per collective.
+enum class Kind : int64_t {
+  AllReduce = 1,
+  Broadcast,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  SendRecv,
+};
+
+struct Signature {
+  Kind kind;
+  int64_t count = 0;
+  accDataType_t type = accFloat32;
+  int64_t arg = 0;                   // the reduction, the root or the peer
+  std::vector<int64_t> send_counts;  // all-to-all: per peer
+  std::vector<int64_t> recv_counts;
+};
+
+const char* kindName(int64_t kind) {
+  switch (static_cast<Kind>(kind)) {
+    case Kind::AllReduce:
+      return "all_reduce";
+    case Kind::Broadcast:
+      return "broadcast";
+    case Kind::AllGather:
+      return "all_gather";
+    case Kind::ReduceScatter:
+      return "reduce_scatter";
+    case Kind::AllToAll:
+      return "all_to_all";
+    case Kind::SendRecv:
+      return "send";
+  }
+  return "an unknown collective";
+}
+
+std::string describe(const int64_t* row, int size) {
+  std::ostringstream out;
+  out << kindName(row[0]);
+  if (static_cast<Kind>(row[0]) == Kind::AllToAll) {
+    out << " sending [";
+    for (int r = 0; r < size; ++r) {
+      out << (r ? ", " : "") << row[4 + r];
+    }
+    out << "] receiving [";
+    for (int r = 0; r < size; ++r) {
+      out << (r ? ", " : "") << row[4 + size + r];
+    }
+    out << "] elements";
+  } else {
+    out << " of " << row[1] << " elements";
+  }
+  out << " of " << scalarType(static_cast<accDataType_t>(row[2]));
+  if (static_cast<Kind>(row[0]) == Kind::Broadcast) {
+    out << " from root " << row[3];
+  }
+  return out.str();
+}
+
+void agree(c10d::Backend& gloo, int rank, int size, const Signature& sig) {
+  const int64_t width = 4 + 2 * static_cast<int64_t>(size);
+  std::vector<int64_t> row(static_cast<std::size_t>(width), 0);
+  row[0] = static_cast<int64_t>(sig.kind);
+  row[1] = sig.count;
+  row[2] = sig.type;
+  row[3] = sig.arg;
+  std::copy(sig.send_counts.begin(), sig.send_counts.end(), row.begin() + 4);
+  std::copy(sig.recv_counts.begin(), sig.recv_counts.end(),
+            row.begin() + 4 + size);
+  at::Tensor mine = at::from_blob(row.data(), {width}, at::kLong);
+  at::Tensor all = at::empty({size * width}, at::kLong);
+  gloo._allgather_base(all, mine)->wait();
+  const int64_t* rows = all.const_data_ptr<int64_t>();
+  bool same = true;
+  for (int r = 0; r < size && same; ++r) {
+    const int64_t* other = rows + r * width;
+    same = std::equal(other, other + 4, row.data());
+    if (same && sig.kind == Kind::AllToAll) {
+      // What rank r sends to this rank is what this rank receives from r.
+      same = other[4 + rank] == row[static_cast<std::size_t>(4 + size + r)];
+    }
+  }
+  if (!same) {
+    std::ostringstream message;
+    message << "ranks called mismatched collectives:";
+    for (int r = 0; r < size; ++r) {
+      message << (r ? ";" : "") << " rank " << r << " "
+              << describe(rows + r * width, size);
+    }
+    throw std::runtime_error(message.str());
+  }
+}
+
+/// A send's signature goes ahead of its data (Note [Ranks that disagree]).
+void sendSignature(c10d::Backend& gloo, const Signature& sig) {
+  std::vector<int64_t> header{static_cast<int64_t>(Kind::SendRecv), sig.count,
+                              sig.type};
+  std::vector<at::Tensor> tensors{at::from_blob(header.data(), {3}, at::kLong)};
+  gloo.send(tensors, static_cast<int>(sig.arg), 0)->wait();
+}
+
+void checkSentSignature(c10d::Backend& gloo, const Signature& sig) {
+  std::vector<int64_t> header(3, 0);
+  std::vector<at::Tensor> tensors{at::from_blob(header.data(), {3}, at::kLong)};
+  gloo.recv(tensors, static_cast<int>(sig.arg), 0)->wait();
+  if (header[1] != sig.count || header[2] != sig.type) {
+    std::ostringstream message;
+    message << "rank " << sig.arg << " sent " << header[1] << " elements of "
+            << scalarType(static_cast<accDataType_t>(header[2]))
+            << ", this rank receives " << sig.count << " elements of "
+            << scalarType(sig.type);
+    throw std::runtime_error(message.str());
+  }
+}
+
+enum class Role { Collective, Send, Recv };
+
+struct Collective {
+  std::shared_ptr<CommState> state;
+  Role role;
+  Signature signature;
+  std::function<void(c10d::Backend&)> body;
+};
+
+/// Queues `body` on `stream` with access to `buffers`, after the ranks
+/// agreed on `signature` (Note [Ranks that disagree]).
+accError_t launch(accComm_t comm, accStream_t stream,
+                  std::initializer_list<const void*> buffers, Role role,
+                  Signature signature,
+                  std::function<void(c10d::Backend&)> body) {
+  if (comm == nullptr) {
+    return accErrorInvalidHandle;
+  }
+  auto collective = std::make_unique<Collective>(
+      Collective{comm->state, role, std::move(signature), std::move(body)});
+  const std::vector<const void*> touched(buffers);
+  const accError_t launched = accLaunchKernel(
+      stream,
+      [](void* data) {
+        const std::unique_ptr<Collective> owned(static_cast<Collective*>(data));
+        CommState& state = *owned->state;
+        if (state.failed()) {
+          return accSuccess;  // the communicator is broken: skip
+        }
+        try {
+          switch (owned->role) {
+            case Role::Collective:
+              agree(*state.gloo, state.rank, state.size, owned->signature);
+              break;
+            case Role::Send:
+              sendSignature(*state.gloo, owned->signature);
+              break;
+            case Role::Recv:
+              checkSentSignature(*state.gloo, owned->signature);
+              break;
+          }
+          owned->body(*state.gloo);
+        } catch (const c10::Error& error) {
+          state.fail(error.what_without_backtrace());
+        } catch (const std::exception& error) {
+          state.fail(error.what());
+        }
+        return accSuccess;
+      },
+      collective.get(), touched.data(), touched.size());
+  if (launched == accSuccess) {
+    (void)collective.release();  // the queued kernel owns it now
+  }
+  return launched;
+}
+
+}  // namespace
+
+extern "C" {
+
+accError_t accCommInitRank(accComm_t* comm, int nranks, int rank, int device,
+                           const accCommBootstrap* bootstrap) {
+  (void)device;  // Gloo works on host memory of any device
+  if (comm == nullptr || bootstrap == nullptr ||
+      bootstrap->hostGroup == nullptr || nranks <= 0 || rank < 0 ||
+      rank >= nranks) {
+    return accErrorInvalidValue;
+  }
+  void* host = bootstrap->hostGroup(bootstrap->context);
+  if (host == nullptr) {
+    return accErrorInvalidValue;
+  }
+  try {
+    auto state = std::make_shared<CommState>();
+    state->gloo = c10::intrusive_ptr<c10d::Backend>::reclaim_copy(
+        static_cast<c10d::Backend*>(host));
+    state->rank = rank;
+    state->size = nranks;
+    *comm = new accComm_st{std::move(state)};
+  } catch (const std::bad_alloc&) {
+    return accErrorMemoryAllocation;
+  }
+  return accSuccess;
+}
+
+accError_t accCommDestroy(accComm_t comm) {
+  delete comm;  // queued kernels keep the state until they ran
+  return accSuccess;
+}
+
+accError_t accCommGetAsyncError(accComm_t comm, accError_t* error) {
+  if (comm == nullptr || error == nullptr) {
+    return accErrorInvalidValue;
+  }
+  const std::lock_guard<std::mutex> lock(comm->state->mutex);
+  *error = comm->state->error;
+  return accSuccess;
+}
+
+const char* accCommGetErrorMessage(accComm_t comm) {
+  if (comm == nullptr) {
+    return "";
+  }
+  const std::lock_guard<std::mutex> lock(comm->state->mutex);
+  return comm->state->message.c_str();
+}
+
+accError_t accAllReduce(const void* sendbuf, void* recvbuf, size_t count,
+                        accDataType_t datatype, accRedOp_t op, accComm_t comm,
+                        accStream_t stream) {
+  if (!validType(datatype) || !validOp(op)) {
+    return accErrorInvalidValue;
+  }
+  const Signature signature{
+      Kind::AllReduce, static_cast<int64_t>(count), datatype, op, {}, {}};
+  return launch(
+      comm, stream, {sendbuf, recvbuf}, Role::Collective, signature,
+      [=](c10d::Backend& gloo) {
+        std::vector<at::Tensor> tensors{view(recvbuf, count, datatype)};
+        if (sendbuf != recvbuf) {
+          tensors[0].copy_(view(sendbuf, count, datatype));
+        }
+        c10d::AllreduceOptions options;
+        options.reduceOp = reduceOp(op);
+        gloo.allreduce(tensors, options)->wait();
+      });
+}
+
+accError_t accBroadcast(const void* sendbuf, void* recvbuf, size_t count,
+                        accDataType_t datatype, int root, accComm_t comm,
+                        accStream_t stream) {
+  if (!validType(datatype) || comm == nullptr || root < 0 ||
+      root >= comm->state->size) {
+    return accErrorInvalidValue;
+  }
+  const int rank = comm->state->rank;
+  const Signature signature{
+      Kind::Broadcast, static_cast<int64_t>(count), datatype, root, {}, {}};
+  return launch(
+      comm, stream, {sendbuf, recvbuf}, Role::Collective, signature,
+      [=](c10d::Backend& gloo) {
+        std::vector<at::Tensor> tensors{view(recvbuf, count, datatype)};
+        if (rank == root && sendbuf != recvbuf) {
+          tensors[0].copy_(view(sendbuf, count, datatype));
+        }
+        c10d::BroadcastOptions options;
+        options.rootRank = root;
+        gloo.broadcast(tensors, options)->wait();
+      });
+}
+
+accError_t accAllGather(const void* sendbuf, void* recvbuf, size_t sendcount,
+                        accDataType_t datatype, accComm_t comm,
+                        accStream_t stream) {
+  if (!validType(datatype) || comm == nullptr) {
+    return accErrorInvalidValue;
+  }
+  const auto size = static_cast<std::size_t>(comm->state->size);
+  const Signature signature{
+      Kind::AllGather, static_cast<int64_t>(sendcount), datatype, 0, {}, {}};
+  return launch(comm, stream, {sendbuf, recvbuf}, Role::Collective, signature,
+                [=](c10d::Backend& gloo) {
+                  at::Tensor output = view(recvbuf, sendcount * size, datatype);
+                  at::Tensor input = view(sendbuf, sendcount, datatype);
+                  gloo._allgather_base(output, input)->wait();
+                });
+}
+
+accError_t accReduceScatter(const void* sendbuf, void* recvbuf,
+                            size_t recvcount, accDataType_t datatype,
+                            accRedOp_t op, accComm_t comm, accStream_t stream) {
+  if (!validType(datatype) || !validOp(op) || comm == nullptr) {
+    return accErrorInvalidValue;
+  }
+  const auto size = static_cast<std::size_t>(comm->state->size);
+  const Signature signature{Kind::ReduceScatter,
+                            static_cast<int64_t>(recvcount),
+                            datatype,
+                            op,
+                            {},
+                            {}};
+  return launch(comm, stream, {sendbuf, recvbuf}, Role::Collective, signature,
+                [=](c10d::Backend& gloo) {
+                  at::Tensor output = view(recvbuf, recvcount, datatype);
+                  at::Tensor input = view(sendbuf, recvcount * size, datatype);
+                  c10d::ReduceScatterOptions options;
+                  options.reduceOp = reduceOp(op);
+                  gloo._reduce_scatter_base(output, input, options)->wait();
+                });
+}
+
+accError_t accAllToAllv(const void* sendbuf, const size_t* sendcounts,
+                        const size_t* sdispls, void* recvbuf,
+                        const size_t* recvcounts, const size_t* rdispls,
+                        accDataType_t datatype, accComm_t comm,
+                        accStream_t stream) {
+  if (!validType(datatype) || comm == nullptr || sendcounts == nullptr ||
+      sdispls == nullptr || recvcounts == nullptr || rdispls == nullptr) {
+    return accErrorInvalidValue;
+  }
+  const auto size = static_cast<std::size_t>(comm->state->size);
+  // Gloo takes packed chunks: copy the layout now, the caller's arrays
+  // need not outlive the call.
+  std::vector<std::size_t> layout;
+  for (const std::size_t* part : {sendcounts, sdispls, recvcounts, rdispls}) {
+    layout.insert(layout.end(), part, part + size);
+  }
+  Signature signature{Kind::AllToAll, 0, datatype, 0, {}, {}};
+  signature.send_counts.assign(sendcounts, sendcounts + size);
+  signature.recv_counts.assign(recvcounts, recvcounts + size);
+  return launch(
+      comm, stream, {sendbuf, recvbuf}, Role::Collective, std::move(signature),
+      [=](c10d::Backend& gloo) {
+        const auto chunks = [&](const void* data, std::size_t counts,
+                                std::size_t displs,
+                                std::vector<int64_t>& splits) {
+          std::vector<at::Tensor> parts;
+          for (std::size_t r = 0; r < size; ++r) {
+            const std::size_t count = layout[counts * size + r];
+            splits.push_back(static_cast<int64_t>(count));
+            const auto* base = static_cast<const std::byte*>(data) +
+                               layout[displs * size + r] *
+                                   c10::elementSize(scalarType(datatype));
+            parts.push_back(view(base, count, datatype));
+          }
+          return parts;
+        };
+        std::vector<int64_t> send_splits;
+        std::vector<int64_t> recv_splits;
+        const std::vector<at::Tensor> send_parts =
+            chunks(sendbuf, 0, 1, send_splits);
+        const std::vector<at::Tensor> recv_parts =
+            chunks(recvbuf, 2, 3, recv_splits);
+        at::Tensor input = at::cat(send_parts);
+        at::Tensor output = at::cat(recv_parts);
+        // alltoall_base may move from its split arguments: give it copies.
+        std::vector<int64_t> output_splits = recv_splits;
+        std::vector<int64_t> input_splits = send_splits;
+        gloo.alltoall_base(output, input, output_splits, input_splits)->wait();
+        int64_t offset = 0;
+        for (std::size_t r = 0; r < size; ++r) {
+          recv_parts[r].copy_(output.narrow(0, offset, recv_splits[r]));
+          offset += recv_splits[r];
+        }
+      });
+}
+
+accError_t accSend(const void* sendbuf, size_t count, accDataType_t datatype,
+                   int peer, accComm_t comm, accStream_t stream) {
+  if (!validType(datatype) || comm == nullptr || peer < 0 ||
+      peer >= comm->state->size) {
+    return accErrorInvalidValue;
+  }
+  const Signature signature{
+      Kind::SendRecv, static_cast<int64_t>(count), datatype, peer, {}, {}};
+  return launch(
+      comm, stream, {sendbuf}, Role::Send, signature, [=](c10d::Backend& gloo) {
+        std::vector<at::Tensor> tensors{view(sendbuf, count, datatype)};
+        gloo.send(tensors, peer, 0)->wait();
+      });
+}
+
+accError_t accRecv(void* recvbuf, size_t count, accDataType_t datatype,
+                   int peer, accComm_t comm, accStream_t stream) {
+  if (!validType(datatype) || comm == nullptr || peer < 0 ||
+      peer >= comm->state->size) {
+    return accErrorInvalidValue;
+  }
+  const Signature signature{
+      Kind::SendRecv, static_cast<int64_t>(count), datatype, peer, {}, {}};
+  return launch(
+      comm, stream, {recvbuf}, Role::Recv, signature, [=](c10d::Backend& gloo) {
+        std::vector<at::Tensor> tensors{view(recvbuf, count, datatype)};
+        gloo.recv(tensors, peer, 0)->wait();
+      });
+}
+
+}  // extern "C"

@@ -1,0 +1,118 @@
+"""torch.distributed on the device: the backend's c10d process group over
+the collective interface (Gloo underneath on the emulator), driven by two
+rank processes on loopback. Each scenario lives in distributed_ranks.py and
+checks its results against the same computation on CPU; every run is
+bounded in time."""
+
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+
+import pytest
+import torch
+
+RANKS = pathlib.Path(__file__).with_name("distributed_ranks.py")
+WORLD = 2
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_ranks(device: str, scenario: str, timeout: float = 120,
+              env: dict | None = None) -> list[str]:
+    port = _free_port()
+    environ = dict(os.environ, **(env or {}))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(RANKS), scenario, str(rank), str(WORLD),
+             str(port), device],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=environ)
+        for rank in range(WORLD)
+    ]
+    outputs = []
+    try:
+        for proc in procs:
+            outputs.append(proc.communicate(timeout=timeout)[0])
+    finally:
+        for proc in procs:
+            proc.kill()
+    for rank, (proc, out) in enumerate(zip(procs, outputs)):
+        assert proc.returncode == 0, f"rank {rank} of {scenario} failed:\n{out}"
+    return outputs
+
+
+@pytest.fixture(scope="module")
+def dist_device(device):
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        pytest.skip("this torch has no torch.distributed")
+    return device
+
+
+def test_registered_as_the_device_default(dist_device):
+    import torch.distributed as dist
+
+    name = f"{dist_device}ccl"
+    assert dist.Backend.default_device_backend_map[dist_device] == name
+    assert dist.Backend.backend_capability[name] == [dist_device]
+    assert dist.Backend.backend_type_map[name] == dist.ProcessGroup.BackendType.CUSTOM
+
+
+def test_collectives(dist_device):
+    out = run_ranks(dist_device, "collectives", timeout=240)
+    assert all("collectives passed" in o for o in out)
+
+
+def test_explicit_backend_string(dist_device):
+    run_ranks(dist_device, "init_forms")
+
+
+def test_stream_order(dist_device):
+    run_ranks(dist_device, "stream_order")
+
+
+def test_functional_collectives_and_dtensor(dist_device):
+    run_ranks(dist_device, "functional")
+
+
+def test_ddp_training_matches_cpu(dist_device):
+    run_ranks(dist_device, "ddp")
+
+
+def test_fsdp2_training_matches_cpu(dist_device):
+    run_ranks(dist_device, "fsdp2")
+
+
+def test_mismatched_sizes_raise(dist_device):
+    out = run_ranks(dist_device, "mismatch", timeout=60)
+    assert any("raised after" in o for o in out), out
+
+
+def test_dead_peer_raises_on_the_survivor(dist_device):
+    out = run_ranks(dist_device, "dead_peer", timeout=60)
+    assert "raised after" in out[0], out[0]
+
+
+def test_torchrun(dist_device):
+    env = dict(os.environ, ACCGEN_TEST_DEVICE=dist_device)
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
+         str(WORLD), "--master-addr", "127.0.0.1", "--master-port",
+         str(_free_port()), str(RANKS)],
+        capture_output=True, text=True, timeout=180, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("ddp passed") == WORLD, proc.stdout
+
+
+def test_default_group_workaround_is_still_needed(dist_device):
+    if torch.torch_version.TorchVersion(torch.__version__) >= (2, 14):
+        pytest.skip("the workaround applies to torch before 2.14")
+    out = run_ranks(dist_device, "ddp_without_workaround")
+    assert all("DDP fails without the workaround" in o for o in out), out
