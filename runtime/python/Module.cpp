@@ -266,14 +266,15 @@ PYBIND11_MODULE(_C, m) {
   m.def("_begin_exit", &emulate::beginExit);
   m.def("_distributed_backend_name", &distributedBackendName);
   m.def("_drain_collectives", &drainCollectives, no_gil);
-  m.def("_make_process_group",
-        [](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-           std::chrono::milliseconds timeout, const py::function& host_group) {
-          // Called only while the group is made, in this call, with the GIL.
-          return makeDistributedBackend(store, rank, size, timeout, [&] {
-            return host_group().cast<c10::intrusive_ptr<c10d::Backend>>();
-          });
-        });
+  m.def("_make_process_group", [](const c10::intrusive_ptr<c10d::Store>& store,
+                                  int rank, int size,
+                                  std::chrono::milliseconds timeout,
+                                  const py::function& host_group) {
+    // Called only while the group is made, in this call, with the GIL.
+    return makeDistributedBackend(store, rank, size, timeout, [&](int index) {
+      return host_group(index).cast<c10::intrusive_ptr<c10d::Backend>>();
+    });
+  });
   m.def("_empty_strided",
         [](const std::vector<int64_t>& size, const std::vector<int64_t>& stride,
            at::ScalarType dtype, int device) {

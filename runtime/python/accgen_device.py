@@ -581,7 +581,7 @@ def _register_distributed() -> None:
     # init_process_group() without a backend uses it on this device, and
     # "cpu:gloo,<device>:<device>ccl" names it. Its collectives run over the
     # collective interface; the Gloo implementation of that interface asks
-    # for a Gloo group over the same ranks, made here on first use (Note
+    # for Gloo groups over the same ranks, made here on first use (Note
     # [Collectives over Gloo], runtime/src/GlooCollectives.cpp).
     import torch.distributed as dist
 
@@ -592,9 +592,9 @@ def _register_distributed() -> None:
         return
 
     def create(store: Any, rank: int, size: int, timeout: Any) -> Any:
-        def host_group() -> Any:
+        def host_group(index: int) -> Any:
             return dist.ProcessGroupGloo(
-                dist.PrefixStore("host/", store), rank, size, timeout
+                dist.PrefixStore(f"host{index}/", store), rank, size, timeout
             )
 
         return _C._make_process_group(store, rank, size, timeout, host_group)

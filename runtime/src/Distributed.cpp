@@ -250,7 +250,7 @@ class DeviceWork final : public c10d::Work {
 struct Bootstrap {
   c10::intrusive_ptr<c10d::Store> store;
   HostGroupFactory host_group_factory;
-  c10::intrusive_ptr<c10d::Backend> host_group;
+  std::map<int, c10::intrusive_ptr<c10d::Backend>> host_groups;
 
   static accError_t set(void* context, const char* key, const void* data,
                         size_t size) {
@@ -286,16 +286,17 @@ struct Bootstrap {
   // returned: it must not cross the C interface.
   std::exception_ptr host_group_error;
 
-  static void* hostGroup(void* context) {
+  static void* hostGroup(void* context, int index) {
     auto& self = *static_cast<Bootstrap*>(context);
-    if (!self.host_group && self.host_group_factory && !self.host_group_error) {
+    auto& group = self.host_groups[index];
+    if (!group && self.host_group_factory && !self.host_group_error) {
       try {
-        self.host_group = self.host_group_factory();
+        group = self.host_group_factory(index);
       } catch (...) {
         self.host_group_error = std::current_exception();
       }
     }
-    return self.host_group.get();
+    return group.get();
   }
 };
 
@@ -316,7 +317,7 @@ class DeviceBackend final : public c10d::Backend {
     ACCGEN_CHECK(created);
     // The communicator holds what it needs of the host group; the factory
     // (a Python callable) is dropped here, in the creating call.
-    host_group_ = std::move(bootstrap.host_group);
+    host_groups_ = std::move(bootstrap.host_groups);
     completion_ = std::thread([this] { completeInOrder(); });
     const std::lock_guard<std::mutex> lock(liveMutex());
     live().insert(this);
@@ -890,7 +891,7 @@ class DeviceBackend final : public c10d::Backend {
 
   c10::DeviceIndex device_;
   accComm_t comm_ = nullptr;
-  c10::intrusive_ptr<c10d::Backend> host_group_;
+  std::map<int, c10::intrusive_ptr<c10d::Backend>> host_groups_;
   std::mutex mutex_;
   std::condition_variable ready_;
   std::condition_variable idle_;

@@ -32,6 +32,10 @@ namespace {
 
 struct CommState {
   c10::intrusive_ptr<c10d::Backend> gloo;
+  // Note [Ranks that disagree]: the signatures travel over a second group,
+  // on a stream of their own.
+  c10::intrusive_ptr<c10d::Backend> checker;
+  accStream_t check_stream = nullptr;
   int rank = 0;
   int size = 0;
   std::mutex mutex;
@@ -48,6 +52,15 @@ struct CommState {
     if (error == accSuccess) {
       error = accErrorLaunchFailure;
       message = std::move(what);
+    }
+  }
+
+  CommState() = default;
+  CommState(const CommState&) = delete;
+  CommState& operator=(const CommState&) = delete;
+  ~CommState() {
+    if (check_stream != nullptr) {
+      (void)accStreamDestroy(check_stream);
     }
   }
 };
@@ -121,7 +134,10 @@ at::Tensor view(const void* data, std::size_t count, accDataType_t type) {
 // the reduction or root, and for all-to-all the counts per peer); ranks
 // that disagree all raise an error that lists every rank's call, and no
 // data moves. A send carries its signature ahead of its data, which the
-// receiving rank checks. The price is one small message per collective.
+// receiving rank checks. The signatures go over a second Gloo group on a
+// stream of their own, which the collective's stream waits for: back to
+// back collectives exchange their signatures while earlier ones move data,
+// so the check costs their bandwidth little.
 enum class Kind : int64_t {
   AllReduce = 1,
   Broadcast,
@@ -255,6 +271,50 @@ accError_t launch(accComm_t comm, accStream_t stream,
   if (comm == nullptr) {
     return accErrorInvalidHandle;
   }
+  CommState& shared = *comm->state;
+  if (role == Role::Collective) {
+    // The signature first, on the check stream; the collective's stream
+    // waits for it. The check reports a disagreement as the
+    // communicator's error, and the collective then does nothing.
+    auto check = std::make_unique<Collective>(
+        Collective{comm->state, role, std::move(signature), {}});
+    const accError_t queued = accLaunchKernel(
+        shared.check_stream,
+        [](void* data) {
+          const std::unique_ptr<Collective> owned(
+              static_cast<Collective*>(data));
+          CommState& state = *owned->state;
+          if (state.failed()) {
+            return accSuccess;
+          }
+          try {
+            agree(*state.checker, state.rank, state.size, owned->signature);
+          } catch (const c10::Error& error) {
+            state.fail(error.what_without_backtrace());
+          } catch (const std::exception& error) {
+            state.fail(error.what());
+          }
+          return accSuccess;
+        },
+        check.get(), nullptr, 0);
+    if (queued != accSuccess) {
+      return queued;
+    }
+    (void)check.release();
+    accEvent_t checked = nullptr;
+    accError_t ordered =
+        accEventCreateWithFlags(&checked, accEventDisableTiming);
+    if (ordered == accSuccess) {
+      ordered = accEventRecord(checked, shared.check_stream);
+      if (ordered == accSuccess) {
+        ordered = accStreamWaitEvent(stream, checked, 0);
+      }
+      (void)accEventDestroy(checked);
+    }
+    if (ordered != accSuccess) {
+      return ordered;
+    }
+  }
   auto collective = std::make_unique<Collective>(
       Collective{comm->state, role, std::move(signature), std::move(body)});
   const std::vector<const void*> touched(buffers);
@@ -269,8 +329,7 @@ accError_t launch(accComm_t comm, accStream_t stream,
         try {
           switch (owned->role) {
             case Role::Collective:
-              agree(*state.gloo, state.rank, state.size, owned->signature);
-              break;
+              break;  // checked on the check stream
             case Role::Send:
               sendSignature(*state.gloo, owned->signature);
               break;
@@ -305,16 +364,23 @@ accError_t accCommInitRank(accComm_t* comm, int nranks, int rank, int device,
       rank >= nranks) {
     return accErrorInvalidValue;
   }
-  void* host = bootstrap->hostGroup(bootstrap->context);
-  if (host == nullptr) {
+  void* host = bootstrap->hostGroup(bootstrap->context, 0);
+  void* checker = bootstrap->hostGroup(bootstrap->context, 1);
+  if (host == nullptr || checker == nullptr) {
     return accErrorInvalidValue;
   }
   try {
     auto state = std::make_shared<CommState>();
     state->gloo = c10::intrusive_ptr<c10d::Backend>::reclaim_copy(
         static_cast<c10d::Backend*>(host));
+    state->checker = c10::intrusive_ptr<c10d::Backend>::reclaim_copy(
+        static_cast<c10d::Backend*>(checker));
     state->rank = rank;
     state->size = nranks;
+    const accError_t created = accStreamCreate(&state->check_stream);
+    if (created != accSuccess) {
+      return created;
+    }
     *comm = new accComm_st{std::move(state)};
   } catch (const std::bad_alloc&) {
     return accErrorMemoryAllocation;

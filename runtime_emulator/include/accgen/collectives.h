@@ -77,11 +77,12 @@ typedef struct accCommBootstrap {
    * `data`: `*size` is the capacity on entry and the value's length on
    * return; a value longer than the capacity is accErrorInvalidValue. */
   accError_t (*get)(void* context, const char* key, void* data, size_t* size);
-  /* A host process group over the same ranks, as an opaque handle: the
-   * runtime's torch Gloo group (a c10d::Backend*), created on the first
-   * call and owned by the caller. Only an implementation built on torch uses
-   * it; NULL if the caller has none. */
-  void* (*hostGroup)(void* context);
+  /* Host process group number `index` (0, 1, ...) over the same ranks, as
+   * an opaque handle: a torch Gloo group (a c10d::Backend*) of the caller's,
+   * created on the first call for that index and owned by the caller. Only
+   * an implementation built on torch uses it; NULL if the caller has
+   * none. */
+  void* (*hostGroup)(void* context, int index);
   int64_t timeoutMs; /* how long a collective may wait for its peers */
 } accCommBootstrap;
 

@@ -21,9 +21,10 @@ namespace accgen::runtime {
 /// The name the backend registers with torch.distributed: "<device>ccl".
 std::string distributedBackendName();
 
-/// Makes the host process group over the same ranks that the collective
-/// interface may ask for (accCommBootstrap::hostGroup).
-using HostGroupFactory = std::function<c10::intrusive_ptr<c10d::Backend>()>;
+/// Makes host process group number `index` over the same ranks, which the
+/// collective interface may ask for (accCommBootstrap::hostGroup).
+using HostGroupFactory =
+    std::function<c10::intrusive_ptr<c10d::Backend>(int index)>;
 
 /// The c10d backend of this rank among `size` ranks, for the calling
 /// thread's current device. `store` is private to the group. Collective:
