@@ -10,12 +10,18 @@ from the environment and the scenario is "ddp_torchrun".
 """
 
 import datetime
+import importlib
 import os
 import sys
 import time
 
 import torch
 import torch.distributed as dist
+
+# A backend that is not autoloaded (ACCGEN_TEST_PACKAGE names it) is
+# imported explicitly.
+if os.environ.get("ACCGEN_TEST_PACKAGE"):
+    importlib.import_module(os.environ["ACCGEN_TEST_PACKAGE"])
 
 TIMEOUT = datetime.timedelta(seconds=30)
 

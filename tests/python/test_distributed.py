@@ -23,10 +23,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_ranks(device: str, scenario: str, timeout: float = 120,
-              env: dict | None = None) -> list[str]:
+def run_ranks(device: str, package: str, scenario: str,
+              timeout: float = 120) -> list[str]:
     port = _free_port()
-    environ = dict(os.environ, **(env or {}))
+    environ = dict(os.environ, ACCGEN_TEST_PACKAGE=package)
     procs = [
         subprocess.Popen(
             [sys.executable, str(RANKS), scenario, str(rank), str(WORLD),
@@ -56,6 +56,14 @@ def dist_device(device):
     return device
 
 
+@pytest.fixture(scope="module")
+def ranks(dist_device, mod):
+    # ranks(scenario, timeout=...): runs a scenario of distributed_ranks.py
+    # in WORLD rank processes; returns their outputs.
+    return lambda scenario, **kw: run_ranks(dist_device, mod.__name__,
+                                            scenario, **kw)
+
+
 def test_registered_as_the_device_default(dist_device):
     import torch.distributed as dist
 
@@ -65,43 +73,44 @@ def test_registered_as_the_device_default(dist_device):
     assert dist.Backend.backend_type_map[name] == dist.ProcessGroup.BackendType.CUSTOM
 
 
-def test_collectives(dist_device):
-    out = run_ranks(dist_device, "collectives", timeout=240)
+def test_collectives(ranks):
+    out = ranks("collectives", timeout=240)
     assert all("collectives passed" in o for o in out)
 
 
-def test_explicit_backend_string(dist_device):
-    run_ranks(dist_device, "init_forms")
+def test_explicit_backend_string(ranks):
+    ranks("init_forms")
 
 
-def test_stream_order(dist_device):
-    run_ranks(dist_device, "stream_order")
+def test_stream_order(ranks):
+    ranks("stream_order")
 
 
-def test_functional_collectives_and_dtensor(dist_device):
-    run_ranks(dist_device, "functional")
+def test_functional_collectives_and_dtensor(ranks):
+    ranks("functional")
 
 
-def test_ddp_training_matches_cpu(dist_device):
-    run_ranks(dist_device, "ddp")
+def test_ddp_training_matches_cpu(ranks):
+    ranks("ddp")
 
 
-def test_fsdp2_training_matches_cpu(dist_device):
-    run_ranks(dist_device, "fsdp2")
+def test_fsdp2_training_matches_cpu(ranks):
+    ranks("fsdp2")
 
 
-def test_mismatched_sizes_raise(dist_device):
-    out = run_ranks(dist_device, "mismatch", timeout=60)
+def test_mismatched_sizes_raise(ranks):
+    out = ranks("mismatch", timeout=60)
     assert any("raised after" in o for o in out), out
 
 
-def test_dead_peer_raises_on_the_survivor(dist_device):
-    out = run_ranks(dist_device, "dead_peer", timeout=60)
+def test_dead_peer_raises_on_the_survivor(ranks):
+    out = ranks("dead_peer", timeout=60)
     assert "raised after" in out[0], out[0]
 
 
-def test_torchrun(dist_device):
-    env = dict(os.environ, ACCGEN_TEST_DEVICE=dist_device)
+def test_torchrun(dist_device, mod):
+    env = dict(os.environ, ACCGEN_TEST_DEVICE=dist_device,
+               ACCGEN_TEST_PACKAGE=mod.__name__)
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
          str(WORLD), "--master-addr", "127.0.0.1", "--master-port",
@@ -111,8 +120,8 @@ def test_torchrun(dist_device):
     assert proc.stdout.count("ddp passed") == WORLD, proc.stdout
 
 
-def test_default_group_workaround_is_still_needed(dist_device):
+def test_default_group_workaround_is_still_needed(ranks):
     if torch.torch_version.TorchVersion(torch.__version__) >= (2, 14):
         pytest.skip("the workaround applies to torch before 2.14")
-    out = run_ranks(dist_device, "ddp_without_workaround")
+    out = ranks("ddp_without_workaround")
     assert all("DDP fails without the workaround" in o for o in out), out

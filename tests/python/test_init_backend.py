@@ -128,6 +128,13 @@ def test_compile_on_the_init_backend(second_backend):
                    "-k", "not custom_operator")
 
 
+def test_distributed_on_the_init_backend(second_backend):
+    # torch.distributed on the freshly initialised backend: its c10d backend
+    # is registered, and two ranks run the collectives and a DDP step.
+    _run_suites_on(second_backend, ("test_distributed.py",),
+                   "-k", "registered or collectives or ddp_training")
+
+
 def test_project_smoke_tests_pass(second_backend):
     # The tests `accgen init` wrote into the project pass against the built
     # backend (loaded explicitly first, since autoload is off here).
