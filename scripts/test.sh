@@ -41,6 +41,7 @@ echo "== install accgen to build/install"
 cmake --install build --prefix build/install >/dev/null
 ACCGEN=$ROOT/build/install/bin/accgen
 
+# --8<-- [start:test-backend]
 echo "== generated_example/ matches specs/"
 "$ACCGEN" generate --check --specs specs --out generated_example
 
@@ -58,3 +59,4 @@ echo "== pytest"
 ACCGEN_BIN=$ACCGEN ACCGEN_PREFIX=$ROOT/build/install \
   "$PY" -m pytest -q -p no:cacheprovider tests/python \
   --ignore=tests/python/test_schema_compile.py
+# --8<-- [end:test-backend]

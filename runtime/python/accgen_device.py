@@ -107,6 +107,7 @@ def _lazy_call(callable: Callable[[], None], **kwargs: Any) -> None:
         _queued_calls.append((callable, traceback.format_stack()))
 
 
+# --8<-- [start:lazy-init]
 def _lazy_init() -> None:
     """Initialises the runtime once; PyTorch calls it before the first use."""
     global _initialized, default_generators
@@ -139,6 +140,7 @@ def _lazy_init() -> None:
                     + "".join(origin)
                 )
                 raise RuntimeError(message) from error
+# --8<-- [end:lazy-init]
 
 
 def init() -> None:
@@ -575,6 +577,7 @@ def owns_device() -> bool:
     return False
 
 
+# --8<-- [start:register]
 def register(package: ModuleType) -> None:
     """Makes `package` (the backend's Python package, which re-exports this
     module) torch.<device>, with Tensor.<device>() and its counterparts.
@@ -594,3 +597,4 @@ def register(package: ModuleType) -> None:
     _compile.install()
     # Note [Exit with device work in flight] (runtime/src/Emulate.cpp).
     atexit.register(_C._begin_exit)
+# --8<-- [end:register]
