@@ -13,6 +13,8 @@ missing file or section; this script fails on what the build accepts:
 * a marker that no page quotes (stale: the text around it drifts unseen);
 * a marker in a generated file (``@generated`` at its top): the next
   ``accgen generate`` would drop it;
+* a marker in a file whose bytes a check depends on (see NO_MARKERS):
+  quote such a file whole instead;
 * a page that quotes a section or a file that does not exist, or quotes
   lines by number (``PATH:10:20``), which drift with every edit.
 
@@ -34,6 +36,23 @@ MARKER = re.compile(
     re.IGNORECASE,
 )
 INCLUDE = re.compile(r"^[ \t]*" + re.escape(SCISSORS) + r"[ \t]+\"([^\"]+)\"")
+# Files whose exact bytes something checks, so that a marker line would
+# break it: accgen's input fingerprint (Note [Input fingerprint] in
+# generator/cli/generate.cpp) covers the spec directory, the templates and
+# the user kernels in kernels/, and `accgen generate --check` compares the
+# fingerprint the manifest records; golden and error cases compare output
+# and line:column positions.
+NO_MARKERS = [
+    (re.compile(r"^specs/"), "specs/ is part of accgen generate's input "
+     "fingerprint: `accgen generate --check` would fail"),
+    (re.compile(r"^templates/"), "templates/ is part of accgen generate's "
+     "input fingerprint: `accgen generate --check` would fail"),
+    (re.compile(r"^generated_example/kernels/[^/]+$"), "the user kernels are "
+     "part of accgen generate's input fingerprint: `accgen generate "
+     "--check` would fail"),
+    (re.compile(r"^tests/(golden|errors)/"), "golden and error cases "
+     "compare exact output and line:column positions"),
+]
 LINE_RANGE = re.compile(r":-?[0-9]")
 SECTION = re.compile(r"^(.*?):([a-z][-_0-9a-z]*)$", re.IGNORECASE)
 
@@ -91,6 +110,10 @@ def scan_markers(errors):
         for name in open_names:
             errors.append(f"{path}:{found[name]}: section '{name}' "
                           "never ends")
+        for pattern, reason in NO_MARKERS:
+            if found and pattern.search(path):
+                errors.append(f"{path}: no markers here: {reason} (quote "
+                              "the file whole)")
         head = "\n".join(text.splitlines()[:3])
         if found and "@generated" in head:
             errors.append(f"{path}: markers in a generated file; accgen "
