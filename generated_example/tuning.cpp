@@ -11,6 +11,7 @@
 
 #include <accgen/runtime/Tuning.h>
 
+// --8<-- [start:tune-runtime]
 void accgen::runtime::tuneRuntime(RuntimeTuning& tuning) {
   tuning.streams.per_pool = 8;
   tuning.device_properties = [](c10::DeviceIndex device, accDeviceProp& prop) {
@@ -18,3 +19,4 @@ void accgen::runtime::tuneRuntime(RuntimeTuning& tuning) {
                   static_cast<int>(device));
   };
 }
+// --8<-- [end:tune-runtime]

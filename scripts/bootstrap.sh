@@ -4,7 +4,9 @@
 # nothing.
 set -euo pipefail
 
+# --8<-- [start:torch-pin]
 readonly TORCH_VERSION=2.13.0
+# --8<-- [end:torch-pin]
 readonly DEB_PACKAGES=(
   cmake ninja-build g++ ccache clang-format clang-tidy clang-14 libclang-rt-14-dev
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libgtest-dev

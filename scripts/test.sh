@@ -2,7 +2,7 @@
 # The whole test suite, from a fresh machine: installs what is missing, builds
 # accgen, the emulator and the tests, runs the gtest suites (plain and under
 # AddressSanitizer + UBSan), fuzzes accgen's input parsers for a short while,
-# checks generated_example/ against the specs,
+# checks generated_example/ against the specs, builds the documentation site,
 # builds and installs the example backend and drives it with pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +15,9 @@ bash scripts/bootstrap.sh
 
 echo "== format (.clang-format)"
 bash scripts/check_format.sh
+
+echo "== docs (mkdocs build --strict, snippet markers)"
+bash scripts/check_docs.sh
 
 echo "== build (preset default)"
 cmake --preset default >/dev/null
@@ -38,6 +41,7 @@ echo "== install accgen to build/install"
 cmake --install build --prefix build/install >/dev/null
 ACCGEN=$ROOT/build/install/bin/accgen
 
+# --8<-- [start:test-backend]
 echo "== generated_example/ matches specs/"
 "$ACCGEN" generate --check --specs specs --out generated_example
 
@@ -55,3 +59,4 @@ echo "== pytest"
 ACCGEN_BIN=$ACCGEN ACCGEN_PREFIX=$ROOT/build/install \
   "$PY" -m pytest -q -p no:cacheprovider tests/python \
   --ignore=tests/python/test_schema_compile.py
+# --8<-- [end:test-backend]

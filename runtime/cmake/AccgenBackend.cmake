@@ -1,3 +1,4 @@
+# --8<-- [start:add-backend-usage]
 # accgen_add_backend(): compiles accgen's backend runtime, together with a
 # backend's generated registrations and its user kernels, into the backend's
 # libraries, against the torch that backend builds with.
@@ -27,6 +28,7 @@
 # _compile.py, and a CMake package for the core
 # (share/cmake/torch_<name>: find_package(torch_<name>) gives the imported
 # target torch_<name>::torch_<name>).
+# --8<-- [end:add-backend-usage]
 #
 # Note [Runtime shipped as sources]
 # The runtime is the same for every backend, but it is compiled into each
@@ -124,6 +126,7 @@ function(accgen_add_backend name)
       "accgen_add_backend(${name}): ${arg_CONFIG_DIR}/accgen_config.h does not "
       "exist; run `accgen generate`")
   endif()
+  # --8<-- [start:driver-link]
   if(NOT arg_DRIVER)
     set(arg_DRIVER accgen::emulator)
   endif()
@@ -153,6 +156,7 @@ function(accgen_add_backend name)
   # The driver interface's header is part of the runtime's API.
   get_target_property(driver_includes ${arg_DRIVER} INTERFACE_INCLUDE_DIRECTORIES)
   target_include_directories(${core} PUBLIC "${driver_includes}")
+  # --8<-- [end:driver-link]
   # Torch's headers dominate every translation unit: one precompiled header.
   target_precompile_headers(${core} PRIVATE
     "${ACCGEN_RUNTIME_DIR}/include/accgen/runtime/Precompiled.h")

@@ -201,6 +201,7 @@ PYBIND11_MODULE(_C, m) {
   initDriver();
   pthread_atfork(nullptr, nullptr, &markChildAfterFork);
 
+  // --8<-- [start:module-config]
   // The backend's settings (accgen_config.h) and whether it holds the
   // device type (Note [One PrivateUse1 backend per process]).
   py::dict config;
@@ -212,6 +213,7 @@ PYBIND11_MODULE(_C, m) {
   m.attr("_config") = config;
   m.def("_owns_device", &ownsDevice);
   m.def("_device_taken_by", &deviceTakenBy);
+  // --8<-- [end:module-config]
 
   const auto no_gil = py::call_guard<py::gil_scoped_release>();
 

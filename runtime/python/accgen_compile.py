@@ -255,6 +255,7 @@ def get_raw_stream(device_index: int) -> int:
 
 # ------------------------------------------------- workarounds of torch 2.13
 
+# --8<-- [start:torch-workarounds-note]
 # Note [Inductor on a PrivateUse1 device in torch 2.13]
 # Two places of torch 2.13's Inductor assume that a device other than the CPU,
 # MPS, XPU or TPU generates Triton code, which breaks C++ code generation for
@@ -264,6 +265,7 @@ def get_raw_stream(device_index: int) -> int:
 # leaves each one out in turn and shows that compiling fails without it on
 # the pinned torch.
 _WORKAROUNDS_BEFORE = (2, 14)
+# --8<-- [end:torch-workarounds-note]
 
 
 def _device_generates_cpp() -> None:
@@ -363,6 +365,7 @@ def _wrap_compile_fx(compile_fx_module: Any) -> None:
     compile_fx_module.compile_fx = compile_fx
 
 
+# --8<-- [start:inductor-registration]
 def register() -> None:
     """Registers the device's backend with Inductor, once per process; the
     first compilation calls it."""
@@ -382,6 +385,7 @@ def register() -> None:
     if torch.torch_version.TorchVersion(torch.__version__) < _WORKAROUNDS_BEFORE:
         for workaround in TORCH_WORKAROUNDS:
             workaround()
+# --8<-- [end:inductor-registration]
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):

@@ -108,6 +108,7 @@ def _lazy_call(callable: Callable[[], None], **kwargs: Any) -> None:
         _queued_calls.append((callable, traceback.format_stack()))
 
 
+# --8<-- [start:lazy-init]
 def _lazy_init() -> None:
     """Initialises the runtime once; PyTorch calls it before the first use."""
     global _initialized, default_generators
@@ -140,6 +141,7 @@ def _lazy_init() -> None:
                     + "".join(origin)
                 )
                 raise RuntimeError(message) from error
+# --8<-- [end:lazy-init]
 
 
 def init() -> None:
@@ -638,6 +640,7 @@ def _default_group_type_is_the_plugin(dist: ModuleType) -> None:
     c10d._new_process_group_helper = new_process_group_helper
 
 
+# --8<-- [start:register]
 def register(package: ModuleType) -> None:
     """Makes `package` (the backend's Python package, which re-exports this
     module) torch.<device>, with Tensor.<device>() and its counterparts.
@@ -661,3 +664,4 @@ def register(package: ModuleType) -> None:
     # Note [Collectives at exit] (accgen/runtime/Distributed.h); atexit runs
     # this one first.
     atexit.register(_C._drain_collectives)
+# --8<-- [end:register]

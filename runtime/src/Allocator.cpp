@@ -2,6 +2,7 @@
 // c10::DeviceAllocator so that torch.accelerator.memory_* and torch.<device>'s
 // memory functions report on it.
 //
+// --8<-- [start:caching-allocator-note]
 // Note [Device caching allocator]
 // Driver allocations are slow and synchronise the device, so freed blocks
 // are kept per device, ordered by (allocation stream, size), and handed out
@@ -18,6 +19,7 @@
 // counts blocks in use by tensors, "reserved" everything obtained from the
 // driver (in use or cached); "small_pool" holds blocks up to 1 MiB. Note
 // [Runtime tuning] says how a vendor changes these sizes.
+// --8<-- [end:caching-allocator-note]
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -349,6 +351,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
     return block;
   }
 
+  // --8<-- [start:allocate-from-driver]
   Block* allocateFromDriver(c10::DeviceIndex device, c10::StreamId stream,
                             std::size_t size, std::size_t requested) {
     void* ptr = nullptr;
@@ -368,6 +371,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
       detail::throwDriverError(error, "accMalloc(&ptr, size)", __FILE__,
                                __LINE__, __func__);
     }
+    // --8<-- [end:allocate-from-driver]
     auto owned = std::make_unique<Block>();
     Block* block = owned.get();
     block->ptr = ptr;
@@ -472,6 +476,7 @@ void recordStream(const c10::DataPtr& data_ptr, const c10::Stream& stream) {
   deviceAllocator()->recordStream(data_ptr, stream);
 }
 
+// --8<-- [start:resize-storage]
 void resizeStorageBytes(c10::StorageImpl* storage, std::size_t size_bytes) {
   TORCH_CHECK(storage->resizable(),
               "Trying to resize storage that is not resizable");
@@ -491,5 +496,6 @@ void resizeStorageBytes(c10::StorageImpl* storage, std::size_t size_bytes) {
   storage->set_data_ptr_noswap(std::move(data));
   storage->set_nbytes(size_bytes);
 }
+// --8<-- [end:resize-storage]
 
 }  // namespace accgen::runtime

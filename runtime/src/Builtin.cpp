@@ -427,6 +427,7 @@ at::Tensor emptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride,
                                            kDeviceKeySet, dtype);
 }
 
+// --8<-- [start:builtin-registrations]
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", TORCH_FN(wrapper__copy_from));
   m.impl("_copy_from_and_resize", TORCH_FN(wrapper__copy_from_and_resize));
@@ -446,6 +447,7 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Tensor", TORCH_FN(wrapper_set__source_Tensor));
   m.impl("view", TORCH_FN(wrapper_view));
 }
+// --8<-- [end:builtin-registrations]
 
 }  // namespace accgen::runtime
 

@@ -1,5 +1,6 @@
 // Streams and the c10 device guard of the device.
 //
+// --8<-- [start:stream-pools-note]
 // Note [Device stream pools]
 // As in CUDA, every device has its driver default stream plus two pools of
 // RuntimeTuning::Streams::per_pool streams (4 unless tuned), one at the
@@ -9,6 +10,7 @@
 // long as the process. A c10::StreamId encodes the pool in its upper bits and
 // the slot in the low kSlotBits bits; 0 is the default stream. Each host thread
 // has its own current stream per device, which starts as the default stream.
+// --8<-- [end:stream-pools-note]
 #include <array>
 #include <atomic>
 #include <memory>
@@ -229,6 +231,7 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
     return c10::DeviceCapability();
   }
 
+  // --8<-- [start:guard-events]
   void record(void** event, const c10::Stream& stream,
               const c10::DeviceIndex device_index,
               const c10::EventFlag flag) const override {
@@ -294,6 +297,7 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
                                      static_cast<accEvent_t>(end)));
     return milliseconds;
   }
+  // --8<-- [end:guard-events]
 
   bool queryStream(const c10::Stream& stream) const override {
     const accError_t error = accStreamQuery(nativeStream(stream));

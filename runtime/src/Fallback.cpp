@@ -79,6 +79,7 @@ c10::DeviceIndex deviceOfArguments(const c10::OperatorHandle& op,
 
 }  // namespace
 
+// --8<-- [start:cpu-fallback]
 void cpuFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   noteFallback(op);
   // Note [Device misuse] in Emulate.cpp: the copies would hide what the
@@ -94,6 +95,7 @@ void cpuFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   generators.borrow(op.schema(), *stack, deviceOfArguments(op, *stack));
   at::native::cpu_fallback(op, stack);
 }
+// --8<-- [end:cpu-fallback]
 
 std::vector<FallbackCount> fallbackCounts() {
   std::vector<FallbackCount> counts;
@@ -106,6 +108,7 @@ std::vector<FallbackCount> fallbackCounts() {
   return counts;
 }
 
+// --8<-- [start:error-fallback]
 void notImplementedFallback(const c10::OperatorHandle& op,
                             torch::jit::Stack* /*stack*/) {
   TORCH_CHECK_NOT_IMPLEMENTED(
@@ -113,5 +116,6 @@ void notImplementedFallback(const c10::OperatorHandle& op,
       " is not implemented for device '", kDeviceName,
       "'; add it to specs/operators.yaml (kind emulate, kernel or fallback)");
 }
+// --8<-- [end:error-fallback]
 
 }  // namespace accgen::runtime

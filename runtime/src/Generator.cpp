@@ -18,6 +18,7 @@
 namespace accgen::runtime {
 namespace {
 
+// --8<-- [start:device-generator]
 class DeviceGenerator final : public at::CPUGeneratorImpl {
  public:
   explicit DeviceGenerator(c10::DeviceIndex device)
@@ -51,11 +52,13 @@ const at::Generator& getDefaultGenerator(c10::DeviceIndex device) {
   }();
   return (*generators)[resolveDevice(device)];
 }
+// --8<-- [end:device-generator]
 
 at::Generator makeGenerator(c10::DeviceIndex device) {
   return at::make_generator<DeviceGenerator>(resolveDevice(device));
 }
 
+// --8<-- [start:cpu-generator-scope]
 CpuGeneratorScope::CpuGeneratorScope(
     const std::optional<at::Generator>& generator, c10::DeviceIndex device)
     : device_(generator.has_value() && generator->defined()
@@ -72,5 +75,6 @@ CpuGeneratorScope::CpuGeneratorScope(
 CpuGeneratorScope::~CpuGeneratorScope() {
   device_.set_state(cpu_.get_state());
 }
+// --8<-- [end:cpu-generator-scope]
 
 }  // namespace accgen::runtime

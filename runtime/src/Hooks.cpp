@@ -15,6 +15,7 @@
 namespace accgen::runtime {
 namespace {
 
+// --8<-- [start:hooks]
 struct Hooks final : public at::PrivateUse1HooksInterface {
   void init() const override {
     initDriver();
@@ -79,6 +80,7 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
     resizeStorageBytes(storage.unsafeGetStorageImpl(), new_size);
   }
 };
+// --8<-- [end:hooks]
 
 }  // namespace
 

@@ -20,6 +20,7 @@ struct Claim {
   std::string taken_by;
 };
 
+// --8<-- [start:claim-device]
 Claim claimDevice() {
   // Another backend holds the device type once it registered its hooks or
   // renamed PrivateUse1 to a name of its own.
@@ -52,6 +53,7 @@ Claim claimDevice() {
   c10::AutogradState::get_tls_state().set_multithreading_enabled(false);
   return {true, {}};
 }
+// --8<-- [end:claim-device]
 
 const Claim& claim() {
   static const Claim result = [] {

@@ -1,5 +1,6 @@
 // Backend metadata of the device tensors and its serialization.
 //
+// --8<-- [start:tensor-metadata-note]
 // Note [Device tensor metadata]
 // A device tensor can carry named boolean flags as its c10::BackendMeta:
 // torch._utils.set_tensor_metadata(t, {"name": True}) sets them,
@@ -8,6 +9,7 @@
 // no backend metadata and drops them), through torch._C._copy_backend_meta
 // and into FakeTensors. A backend on real hardware keeps layout or format
 // facts there that its kernels need.
+// --8<-- [end:tensor-metadata-note]
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -22,6 +24,7 @@
 namespace accgen::runtime {
 namespace {
 
+// --8<-- [start:backend-meta]
 struct TensorMetadata final : public c10::BackendMeta {
   std::map<std::string, bool> flags;
 
@@ -55,11 +58,14 @@ void loadMetadata(const at::Tensor& tensor,
   metadata->flags.insert(in.begin(), in.end());
   tensor.unsafeGetTensorImpl()->set_backend_meta(std::move(metadata));
 }
+// --8<-- [end:backend-meta]
 
 }  // namespace
 
+// --8<-- [start:register-serialization]
 void detail::registerSerialization() {
   torch::jit::TensorBackendMetaRegistry(kDeviceType, &saveMetadata,
                                         &loadMetadata);
 }
+// --8<-- [end:register-serialization]
 }  // namespace accgen::runtime

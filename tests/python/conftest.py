@@ -37,6 +37,7 @@ import yaml
 _REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
+# --8<-- [start:device-under-test]
 def _device_and_package() -> tuple[str, str]:
     device = os.environ.get("ACCGEN_TEST_DEVICE")
     package = os.environ.get("ACCGEN_TEST_PACKAGE")
@@ -54,6 +55,7 @@ def _device_and_package() -> tuple[str, str]:
         device = backend["device"]
         package = package or backend.get("package")
     return device, package or f"torch_{device}"
+# --8<-- [end:device-under-test]
 
 
 @pytest.fixture(scope="session")

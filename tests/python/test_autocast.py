@@ -31,6 +31,7 @@ def low(device, autocast):
     return LOW
 
 
+# --8<-- [start:autocast-mm]
 def test_mm_runs_in_the_lower_dtype(device, low):
     a = torch.randn(4, 8, device=device)
     b = torch.randn(8, 3, device=device)
@@ -45,6 +46,7 @@ def test_mm_runs_in_the_lower_dtype(device, low):
     torch.testing.assert_close(out.float().cpu(), want, rtol=1e-2, atol=1e-2)
     # Outside the region nothing is cast.
     assert torch.mm(a, b).dtype == torch.float32
+# --8<-- [end:autocast-mm]
 
 
 def test_explicit_dtype_and_disabled_region(device, low):
@@ -114,6 +116,7 @@ def test_promote_ops_widen(device, low):
     torch.testing.assert_close(got.cpu(), want)
 
 
+# --8<-- [start:autocast-banned]
 def test_banned_op_raises_its_message(device, low):
     banned = {e["op"]: e["message"] for e in POLICIES.get("banned") or []}
     if "binary_cross_entropy" not in banned:
@@ -132,6 +135,7 @@ def test_banned_op_raises_its_message(device, low):
     torch.testing.assert_close(
         torch.nn.functional.binary_cross_entropy(p, t).cpu(),
         torch.nn.functional.binary_cross_entropy(p.cpu(), t.cpu()))
+# --8<-- [end:autocast-banned]
 
 
 def test_autocast_backward(device, low):

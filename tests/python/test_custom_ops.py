@@ -6,6 +6,7 @@ import pytest
 import torch
 
 
+# --8<-- [start:custom-op-forward]
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
 def test_forward_matches_cpu_math(device, scaled_add, dtype):
     a = torch.randn(4, 5).to(dtype)
@@ -16,6 +17,7 @@ def test_forward_matches_cpu_math(device, scaled_add, dtype):
     # The default alpha and non-contiguous inputs.
     got = scaled_add(a.t().to(device), b.t().to(device))
     torch.testing.assert_close(got.cpu(), (a + b).t())
+# --8<-- [end:custom-op-forward]
 
 
 def test_errors_name_the_operator(device, scaled_add):
@@ -26,6 +28,7 @@ def test_errors_name_the_operator(device, scaled_add):
         scaled_add(a.long(), a.long())
 
 
+# --8<-- [start:custom-op-backward]
 def test_backward_matches_cpu_gradients(device, scaled_add):
     a = torch.randn(3, 4, dtype=torch.float64)
     b = torch.randn(3, 4, dtype=torch.float64)
@@ -38,6 +41,7 @@ def test_backward_matches_cpu_gradients(device, scaled_add):
     ((ca + 2.5 * cb) * w).sum().backward()
     torch.testing.assert_close(da.grad.cpu(), ca.grad)
     torch.testing.assert_close(db.grad.cpu(), cb.grad)
+# --8<-- [end:custom-op-backward]
 
 
 def test_gradient_by_finite_differences(device, scaled_add):
@@ -65,6 +69,7 @@ def test_gradient_by_finite_differences(device, scaled_add):
         torch.testing.assert_close(grad.cpu(), numeric, rtol=1e-5, atol=1e-6)
 
 
+# --8<-- [start:custom-op-meta]
 def test_meta_kernel_gives_shapes(device, scaled_add):
     a = torch.empty(2, 7, device="meta")
     out = scaled_add(a, a, 3.0)
@@ -79,6 +84,7 @@ def test_fake_tensor_tracing(device, scaled_add):
         a = torch.empty(3, 4, device=device)
         out = scaled_add(a, a, 1.0)
         assert out.shape == (3, 4) and out.device.type == device
+# --8<-- [end:custom-op-meta]
 
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])

@@ -122,11 +122,13 @@ def test_tensor_and_module_methods(device):
 # ----------------------------------------------------------------- autoload
 
 
+# --8<-- [start:autoload-on]
 def test_autoload_without_importing_the_package(device, run_python):
     code = f"import torch; print(torch.ones(2, device='{device}').cpu().tolist())"
     result = run_python(code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[1.0, 1.0]"
+# --8<-- [end:autoload-on]
 
 
 def test_exit_with_live_tensors_and_pending_work(device, run_python):
@@ -149,16 +151,19 @@ def test_exit_with_live_tensors_and_pending_work(device, run_python):
     assert result.stderr == ""
 
 
+# --8<-- [start:autoload-off]
 def test_autoload_can_be_disabled(device, run_python):
     code = f"import torch; print(hasattr(torch, '{device}'))"
     result = run_python(code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+# --8<-- [end:autoload-off]
 
 
 # ------------------------------------------------------- streams and events
 
 
+# --8<-- [start:streams-device-module]
 def test_streams_from_the_device_module(device, mod):
     stream = mod.Stream()
     assert isinstance(stream, torch.Stream)
@@ -172,6 +177,7 @@ def test_streams_from_the_device_module(device, mod):
     stream.synchronize()
     assert stream.query()
     assert x.sum().item() == 2000
+# --8<-- [end:streams-device-module]
 
 
 def test_stream_priorities(mod):
@@ -189,6 +195,7 @@ def test_streams_from_pools_round_robin(mod):
     assert 1 < len(ids) <= 8
 
 
+# --8<-- [start:streams-torch-api]
 def test_torch_stream_and_event_interop(device):
     stream = torch.Stream(device=device)
     assert stream.device.type == device
@@ -206,6 +213,7 @@ def test_torch_stream_and_event_interop(device):
     event.synchronize()
     assert event.query()
     assert start.elapsed_time(event) >= 0.0
+# --8<-- [end:streams-torch-api]
 
 
 def test_stream_as_context_manager(device, mod):
@@ -255,6 +263,7 @@ def test_current_stream_via_accelerator(device, mod):
     assert mod.current_stream() == previous
 
 
+# --8<-- [start:events-across-streams]
 def test_events_order_work_across_streams(device, mod):
     producer = mod.Stream()
     consumer = mod.Stream()
@@ -267,6 +276,7 @@ def test_events_order_work_across_streams(device, mod):
         y = x * 2
     consumer.synchronize()
     assert y.sum().item() == 3072.0
+# --8<-- [end:events-across-streams]
 
 
 def test_event_timing(device, mod):
@@ -306,6 +316,7 @@ def test_synchronize(device, mod):
 # ------------------------------------------------------------------- random
 
 
+# --8<-- [start:generators-seed]
 def test_manual_seed_reproduces(device, mod):
     mod.manual_seed(1234)
     a = torch.rand(16, device=device)
@@ -315,8 +326,10 @@ def test_manual_seed_reproduces(device, mod):
     assert torch.equal(a.cpu(), b.cpu())
     assert not torch.equal(b.cpu(), c.cpu())
     assert mod.initial_seed() == 1234
+# --8<-- [end:generators-seed]
 
 
+# --8<-- [start:generators-independent]
 def test_device_generator_is_independent_of_cpu(device, mod):
     mod.manual_seed(7)
     a = torch.rand(8, device=device)
@@ -324,6 +337,7 @@ def test_device_generator_is_independent_of_cpu(device, mod):
     torch.rand(8)  # the CPU generator moves, the device's must not
     b = torch.rand(8, device=device)
     assert torch.equal(a.cpu(), b.cpu())
+# --8<-- [end:generators-independent]
 
 
 def test_torch_manual_seed_seeds_the_device(device):
@@ -346,6 +360,7 @@ def test_rng_state_round_trip(device, mod):
     mod.set_rng_state_all(states)
 
 
+# --8<-- [start:generators-explicit]
 def test_explicit_generator(device):
     generator = torch.Generator(device=device)
     assert generator.device.type == device
@@ -361,6 +376,7 @@ def test_explicit_generator(device):
         torch.rand(4, device=device, generator=generator).cpu(),
         torch.rand(4, device=device, generator=clone).cpu(),
     )
+# --8<-- [end:generators-explicit]
 
 
 def test_per_device_generators(device, mod, two_devices):
@@ -380,6 +396,7 @@ def test_per_device_generators(device, mod, two_devices):
 # ------------------------------------------------------------ serialization
 
 
+# --8<-- [start:serialization-save-load]
 def test_save_load_round_trip(device):
     x = torch.arange(12, dtype=torch.float32, device=device).reshape(3, 4)
     buffer = io.BytesIO()
@@ -391,6 +408,7 @@ def test_save_load_round_trip(device):
     # Views keep sharing their storage through a round trip.
     loaded["view"].fill_(-1)
     assert loaded["x"][1].cpu().tolist() == [-1.0] * 4
+# --8<-- [end:serialization-save-load]
 
 
 def test_load_with_map_location(device, mod):
@@ -410,6 +428,7 @@ def test_load_with_map_location(device, mod):
     assert moved.cpu().tolist() == list(range(6))
 
 
+# --8<-- [start:storage-location]
 def test_storage_location_tags_and_restore(device, mod, two_devices):
     storage = torch.UntypedStorage(4, device=torch.device(device))
     assert torch.serialization.location_tag(storage) == f"{device}:0"
@@ -422,8 +441,10 @@ def test_storage_location_tags_and_restore(device, mod, two_devices):
     tensor = torch.randn(4, 4, device=device)
     assert getattr(tensor.storage(), f"is_{device}")
     assert tensor.storage().size() == tensor.numel()
+# --8<-- [end:storage-location]
 
 
+# --8<-- [start:tensor-metadata]
 def test_tensor_metadata_round_trip(device, tmp_path):
     tensor = torch.arange(4.0, device=device)
     assert torch._utils.get_tensor_metadata(tensor) == {}
@@ -443,6 +464,7 @@ def test_tensor_metadata_round_trip(device, tmp_path):
     assert loaded.cpu().tolist() == [0.0, 1.0, 2.0, 3.0]
     on_cpu = torch.load(path, map_location="cpu")
     assert torch._utils.get_tensor_metadata(on_cpu) == {}
+# --8<-- [end:tensor-metadata]
 
 
 # ------------------------------------------------------------------- autocast

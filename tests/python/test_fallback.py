@@ -95,6 +95,7 @@ def test_random_fallback_uses_the_device_generator(device, mod, policy):
     assert a.min() > 0 and abs(a.mean().item() - 1) < 0.3
 
 
+# --8<-- [start:fallback-per-operator]
 def test_per_operator_fallback_entry(device, mod, policy):
     x = torch.randn(2, 6)
     torch.testing.assert_close(torch.cumsum(x.to(device), 1).cpu(),
@@ -112,6 +113,7 @@ def test_unlisted_operators_are_counted_by_fallback(device, mod, policy):
     assert counts[policy][name] == before + 2, counts
     other = "cpu" if policy == "emulate" else "emulate"
     assert name not in counts.get(other, {}), counts
+# --8<-- [end:fallback-per-operator]
 
 
 def test_emulate_fallback_returns_views_of_the_device_memory(

@@ -3,6 +3,7 @@ itself (which imports torch, whose autoload finds this package's entry point
 while it is still initialising) or torch (which autoloads the package)."""
 
 
+# --8<-- [start:import-order]
 def test_package_first_then_torch(run_python, device, mod):
     r = run_python(
         f"import {mod.__name__}\n"
@@ -21,3 +22,4 @@ def test_torch_alone_autoloads(run_python, device):
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == [device, "True"]
+# --8<-- [end:import-order]

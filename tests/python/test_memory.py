@@ -19,6 +19,7 @@ def _clean_allocator(mod):
     gc.collect()
 
 
+# --8<-- [start:memory-statistics]
 def test_allocated_and_reserved_follow_tensors(device, mod):
     before = mod.memory_allocated()
     x = torch.empty(MiB, dtype=torch.uint8, device=device)
@@ -40,6 +41,7 @@ def test_cached_block_is_reused(device, mod):
     y = torch.empty(2 * MiB, dtype=torch.uint8, device=device)
     assert y.data_ptr() == pointer
     assert mod.memory_reserved() == reserved
+# --8<-- [end:memory-statistics]
 
 
 def test_peak_and_reset(device, mod):
@@ -92,6 +94,7 @@ def test_mem_get_info(mod):
     assert total == mod.get_device_properties().total_memory
 
 
+# --8<-- [start:memory-oom]
 def test_out_of_memory_is_recoverable(device, mod):
     _, total = mod.mem_get_info()
     ooms = mod.memory_stats()["num_ooms"]
@@ -113,6 +116,7 @@ def test_cache_is_released_before_out_of_memory(device, mod):
     y = torch.empty(big + 4 * MiB, dtype=torch.uint8, device=device)
     assert mod.memory_stats()["num_alloc_retries"] >= 1
     del y
+# --8<-- [end:memory-oom]
 
 
 def test_capacity_follows_environment(device, run_python):
@@ -154,6 +158,7 @@ def test_guard_faults_a_host_read_of_device_memory(device, run_python):
 # ------------------------------------------------------------ pinned memory
 
 
+# --8<-- [start:pinned-memory]
 def test_pin_memory(device, mod, pinned_memory):
     x = torch.arange(6.0)
     assert not x.is_pinned()
@@ -190,6 +195,7 @@ def test_data_loader_pins_batches(device, pinned_memory):
         assert batch.is_pinned()
         batches.append(batch.to(device, non_blocking=True))
     assert torch.cat(batches).cpu().tolist() == dataset.tensors[0].tolist()
+# --8<-- [end:pinned-memory]
 
 
 def test_host_cache_and_stats(mod, pinned_memory):

@@ -8,6 +8,7 @@
  * replaces it with a library over their real driver that exports the same
  * symbols, and the generated code does not change.
  *
+ * --8<-- [start:driver-contract]
  * Contract for every function:
  *  - it returns an accError_t and never throws, aborts or exits on bad input;
  *  - "the current device" is per host thread and starts at device 0;
@@ -16,6 +17,7 @@
  *    returned by the next accStreamSynchronize / accStreamQuery on it (and by
  *    accDeviceSynchronize, and by a synchronous accMemcpy / accMemset for the
  *    current device's default stream); once returned they are cleared.
+ * --8<-- [end:driver-contract]
  *
  * docs/driver-interface.md documents each function in prose.
  */
@@ -104,6 +106,7 @@ typedef struct accPointerAttributes {
   size_t allocationSize;
 } accPointerAttributes;
 
+/* --8<-- [start:driver-memory] */
 /* Device memory on the current device. A zero size yields NULL and success. */
 accError_t accMalloc(void** ptr, size_t size);
 /* Frees device memory; NULL is a no-op; unknown or freed pointers (and
@@ -115,6 +118,7 @@ accError_t accFreeHost(void* ptr);
 accError_t accMemGetInfo(size_t* free_bytes, size_t* total_bytes);
 accError_t accPointerGetAttributes(accPointerAttributes* attributes,
                                    const void* ptr);
+/* --8<-- [end:driver-memory] */
 
 typedef struct accStream_st* accStream_t;
 
@@ -133,6 +137,7 @@ accError_t accMemcpyAsync(void* dst, const void* src, size_t count,
 
 /* ----------------------------------------------------------------- streams */
 
+/* --8<-- [start:driver-streams] */
 typedef struct accEvent_st* accEvent_t;
 
 /* Lower numbers are higher priorities, as in CUDA: greatest <= least.
@@ -154,7 +159,9 @@ accError_t accStreamGetDevice(accStream_t stream, int* device);
 accError_t accStreamGetPriority(accStream_t stream, int* priority);
 /* The default stream of `device` (never NULL on success). */
 accError_t accGetDefaultStream(int device, accStream_t* stream);
+/* --8<-- [end:driver-streams] */
 
+/* --8<-- [start:driver-launch] */
 /* An emulated kernel: runs off the caller's thread, in submission order on
  * its stream. A non-success return becomes the stream's sticky error. */
 typedef accError_t (*accKernelFn_t)(void* user_data);
@@ -178,9 +185,11 @@ accError_t accLaunchKernel(accStream_t stream, accKernelFn_t fn,
 accError_t accLaunchKernelSync(accStream_t stream, accKernelFn_t fn,
                                void* user_data, const void* const* buffers,
                                size_t num_buffers);
+/* --8<-- [end:driver-launch] */
 
 /* ------------------------------------------------------------------ events */
 
+/* --8<-- [start:driver-events] */
 enum { accEventDefault = 0x0, accEventDisableTiming = 0x2 };
 
 accError_t accEventCreate(accEvent_t* event);
@@ -193,6 +202,7 @@ accError_t accEventQuery(accEvent_t event);
 accError_t accEventSynchronize(accEvent_t event);
 /* Milliseconds between two completed, timed events. */
 accError_t accEventElapsedTime(float* ms, accEvent_t start, accEvent_t end);
+/* --8<-- [end:driver-events] */
 
 #ifdef __cplusplus
 } /* extern "C" */

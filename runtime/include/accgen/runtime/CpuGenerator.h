@@ -1,6 +1,7 @@
 // CPU stand-ins for the device generators, for operators that run their CPU
 // kernel on the device's behalf (the CPU fallback, emulated kernels).
 //
+// --8<-- [start:device-generators-note]
 // Note [Device generators on CPU kernels]
 // CPU kernels accept CPU generators only. While such a kernel runs for
 // the device, a CpuGeneratorScope gives it a CPU generator holding the state of
@@ -8,6 +9,7 @@
 // default generator when none was), holding that generator's lock, and writes
 // the advanced state back when the scope ends. Seeding through torch.<device>
 // therefore behaves as on any device, independently of the CPU generator.
+// --8<-- [end:device-generators-note]
 #pragma once
 
 #include <mutex>

@@ -27,6 +27,7 @@ const char* shortSourcePath(const char* file);
 
 }  // namespace accgen::runtime::detail
 
+// --8<-- [start:check-macro]
 /// Evaluates a driver call; on failure throws a c10 exception that names the
 /// call, the file and line, and accGetErrorString() of the result.
 #define ACCGEN_CHECK(expr)                                     \
@@ -37,6 +38,7 @@ const char* shortSourcePath(const char* file);
           driver_error_, #expr, __FILE__, __LINE__, __func__); \
     }                                                          \
   } while (0)
+// --8<-- [end:check-macro]
 
 namespace accgen::runtime {
 

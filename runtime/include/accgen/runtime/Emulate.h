@@ -175,6 +175,7 @@ void boxedCall(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }
 }  // namespace detail
 
+// --8<-- [start:emulate-call]
 /// Calls the emulated implementation of `Op` (an at::_ops:: struct) with
 /// unboxed arguments, e.g. from a user kernel that is not written yet:
 /// `return emulate::call<at::_ops::add_out>(self, other, alpha, out);`.
@@ -189,11 +190,13 @@ decltype(auto) call(Args&&... args) {
       c10::BoxedKernel::makeFromFunction<&detail::boxedCall<Op, OutOp>>(),
       typed, c10::DispatchKeySet(), std::forward<Args>(args)...);
 }
+// --8<-- [end:emulate-call]
 
 }  // namespace accgen::runtime::emulate
 
 namespace accgen::runtime {
 
+// --8<-- [start:fallback-functions]
 /// The CPU fallback (`fallback: cpu`, and operators of kind `fallback`):
 /// at::native::cpu_fallback copies the arguments to the host, runs the CPU
 /// kernel and copies the results back; random operators draw from the
@@ -208,6 +211,7 @@ void cpuFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 /// of the device tensors, new results are computed into device memory
 /// through the operator's out= overload or copied once.
 void emulateFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+// --8<-- [end:fallback-functions]
 
 /// One operator's calls through one of the fallbacks.
 struct FallbackCount {

@@ -1,5 +1,6 @@
 // The operators PyTorch leaves to an out-of-tree device, emulated.
 //
+// --8<-- [start:hook-operators-note]
 // Note [Hook operators]
 // ATen routes convolution and fused attention on a PrivateUse1 device to
 // four "overrideable" operators whose default kernels only raise:
@@ -16,6 +17,7 @@
 // give (convolution results contiguous, attention output laid out like the
 // query), which torch.compile checks. The SDPA choice is part of the
 // runtime and registered with it.
+// --8<-- [end:hook-operators-note]
 #pragma once
 
 #include <array>

@@ -1,6 +1,7 @@
 // How a backend's registrations reach PyTorch: only while the backend owns
 // the PrivateUse1 device type of the process.
 //
+// --8<-- [start:one-backend-note]
 // Note [One PrivateUse1 backend per process]
 // PyTorch has one PrivateUse1 dispatch key, and `import torch` loads every
 // installed backend through the torch.backends entry points. A second
@@ -13,6 +14,7 @@
 // ACCGEN_LIBRARY_IMPL block run. A backend that finds the device type taken
 // registers nothing and leaves the first one working; its Python package
 // says once which packages clash and how to choose.
+// --8<-- [end:one-backend-note]
 #pragma once
 
 #include <cstdint>
@@ -61,6 +63,7 @@ class LibraryInit final {
       key, __FILE__, __LINE__);                                              \
   void C10_CONCATENATE(accgen_library_init_##ns##_, uid)(torch::Library & m)
 
+// --8<-- [start:library-macros]
 /// TORCH_LIBRARY_IMPL(ns, k, m), registered only while the backend owns the
 /// device type (Note [One PrivateUse1 backend per process]).
 #define ACCGEN_LIBRARY_IMPL(ns, k, m)                                        \
@@ -70,3 +73,4 @@ class LibraryInit final {
 /// TORCH_LIBRARY(ns, m) under the same condition.
 #define ACCGEN_LIBRARY(ns, m) \
   ACCGEN_LIBRARY_INIT_(DEF, ns, std::nullopt, m, C10_UID)
+// --8<-- [end:library-macros]

@@ -20,6 +20,7 @@
 
 namespace accgen::runtime {
 
+// --8<-- [start:runtime-tuning]
 struct RuntimeTuning {
   /// The caching device allocator (Note [Device caching allocator]).
   struct DeviceAllocator {
@@ -54,6 +55,7 @@ struct RuntimeTuning {
 /// Defined by each backend (csrc/tuning.cpp): adjusts `tuning`, which holds
 /// the defaults above when it is called, once, on the runtime's first use.
 void tuneRuntime(RuntimeTuning& tuning);
+// --8<-- [end:runtime-tuning]
 
 /// The tuning in force: the defaults as tuneRuntime() left them, checked.
 const RuntimeTuning& tuning();
