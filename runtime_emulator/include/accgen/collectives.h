@@ -68,6 +68,7 @@ typedef enum accRedOp {
  * shared by the ranks of the communicator and private to it: rank 0 of a
  * collective library typically sets its unique id there and the others get
  * it. */
+/* --8<-- [start:bootstrap] */
 typedef struct accCommBootstrap {
   void* context; /* passed back to each callback */
   /* Stores `size` bytes under `key`. */
@@ -85,7 +86,9 @@ typedef struct accCommBootstrap {
   void* (*hostGroup)(void* context, int index);
   int64_t timeoutMs; /* how long a collective may wait for its peers */
 } accCommBootstrap;
+/* --8<-- [end:bootstrap] */
 
+/* --8<-- [start:collectives] */
 /* Creates this rank's communicator among `nranks` ranks for `device`.
  * Collective: every rank calls it with its own `rank` and the same
  * `nranks`. */
@@ -130,6 +133,7 @@ accError_t accSend(const void* sendbuf, size_t count, accDataType_t datatype,
                    int peer, accComm_t comm, accStream_t stream);
 accError_t accRecv(void* recvbuf, size_t count, accDataType_t datatype,
                    int peer, accComm_t comm, accStream_t stream);
+/* --8<-- [end:collectives] */
 
 #ifdef __cplusplus
 } /* extern "C" */
