@@ -28,7 +28,7 @@
 #include <ATen/ops/from_blob.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
-namespace {
+namespace accgen::gloo_collectives {
 
 struct CommState {
   c10::intrusive_ptr<c10d::Backend> gloo;
@@ -65,14 +65,18 @@ struct CommState {
   }
 };
 
-}  // namespace
+}  // namespace accgen::gloo_collectives
 
+// The communicator's state is named outside an anonymous namespace: the
+// handle type is global.
 struct accComm_st {
   // Shared with the kernels still queued, which may outlive the handle.
-  std::shared_ptr<CommState> state;
+  std::shared_ptr<accgen::gloo_collectives::CommState> state;
 };
 
 namespace {
+
+using accgen::gloo_collectives::CommState;
 
 c10::ScalarType scalarType(accDataType_t type) {
   switch (type) {
@@ -217,7 +221,9 @@ void agree(c10d::Backend& gloo, int rank, int size, const Signature& sig) {
     same = std::equal(other, other + 4, row.data());
     if (same && sig.kind == Kind::AllToAll) {
       // What rank r sends to this rank is what this rank receives from r.
-      same = other[4 + rank] == row[static_cast<std::size_t>(4 + size + r)];
+      same =
+          other[4 + rank] ==
+          row[4 + static_cast<std::size_t>(size) + static_cast<std::size_t>(r)];
     }
   }
   if (!same) {
@@ -277,7 +283,7 @@ accError_t launch(accComm_t comm, accStream_t stream,
     // waits for it. The check reports a disagreement as the
     // communicator's error, and the collective then does nothing.
     auto check = std::make_unique<Collective>(
-        Collective{comm->state, role, std::move(signature), {}});
+        Collective{comm->state, role, signature, {}});
     const accError_t queued = accLaunchKernel(
         shared.check_stream,
         [](void* data) {
