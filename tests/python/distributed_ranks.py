@@ -193,6 +193,16 @@ def scenario_collectives(rank: int, world: int, device: str) -> None:
         expect_equal(o, torch.cat([rank_input(r, (5,), torch.float32)
                                    for r in range(world)]),
                      "coalesced all_gather_single")
+    outs = [torch.empty(5, device=device) for _ in range(2)]
+    with dist._coalescing_manager():
+        for o in outs:
+            dist.reduce_scatter_single(
+                o, torch.cat([rank_input(rank, (5,), torch.float32)] * world)
+                .to(device))
+    for o in outs:
+        expect_equal(o, sum(rank_input(r, (5,), torch.float32)
+                            for r in range(world)),
+                     "coalesced reduce_scatter_single")
     # PREMUL_SUM, as FSDP2 uses it
     factor = 0.25
     out = torch.empty(6, device=device)

@@ -197,3 +197,59 @@ def test_two_backends_in_one_process(second_backend):
     assert len(warnings) == 1, r.stderr
     assert warnings[0].count(loser) >= 1 and f"'{owner}'" in warnings[0], r.stderr
     assert "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in warnings[0], r.stderr
+
+
+def test_a_vendor_collective_library_replaces_gloo(second_backend, tmp_path):
+    # The swap point of docs/distributed.md: the init project built with a
+    # vendor's collective library (tests/vendor_collectives: one rank, over
+    # the driver interface alone) in place of the runtime's collectives over
+    # Gloo. torch.distributed runs through it unchanged, and no Gloo group is
+    # ever made.
+    project = second_backend.parent / "second"
+    vendor = os.path.join(os.path.dirname(__file__), os.pardir,
+                          "vendor_collectives", "vendor.cmake")
+    target = tmp_path / "site"
+    env = dict(os.environ, CCACHE_BASEDIR=str(project.parent),
+               PATH=os.pathsep.join([os.path.join(PREFIX, "bin"),
+                                     os.environ.get("PATH", "")]))
+    env.pop("CMAKE_PREFIX_PATH", None)
+    run([sys.executable, "-m", "pip", "install", "--no-build-isolation", "-q",
+         "--no-deps", "--target", str(target), str(project),
+         "--config-settings=build-dir=build/vendor-collectives",
+         "--config-settings=cmake.define.ACCGEN_COLLECTIVES_TARGET="
+         "vendor_self_collectives",
+         "--config-settings=cmake.define.CMAKE_PROJECT_INCLUDE="
+         + os.path.abspath(vendor)], env=env)
+    r = drive(target, """
+        import socket
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel
+
+        def no_gloo(*args, **kwargs):
+            raise AssertionError("a Gloo group was made")
+
+        dist.ProcessGroupGloo = no_gloo
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        dist.init_process_group(init_method=f"tcp://127.0.0.1:{port}",
+                                rank=0, world_size=1)
+        t = torch.arange(4.0, device="second")
+        dist.all_reduce(t)
+        out = torch.empty(4, device="second")
+        dist.all_gather_single(out, t * 2)
+        torch.testing.assert_close(out.cpu(), torch.arange(4.0) * 2)
+        torch.manual_seed(0)
+        cpu = torch.nn.Linear(3, 2)
+        model = DistributedDataParallel(torch.nn.Linear(3, 2).to("second"))
+        model.module.load_state_dict(cpu.state_dict())
+        x = torch.randn(5, 3)
+        model(x.to("second")).sum().backward()
+        cpu(x).sum().backward()
+        torch.testing.assert_close(model.module.weight.grad.cpu(),
+                                   cpu.weight.grad)
+        dist.destroy_process_group()
+        print("ok")
+    """)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip().endswith("ok")
