@@ -25,7 +25,7 @@
 #   torch_<name>_python   <package>._C, the Python bindings (PYTHON_MODULE)
 # Installed below INSTALL_DIR: lib/libtorch_<name>.so, _C, the runtime's
 # Python device module as _device.py, its torch.compile registration as
-# _compile.py, and a CMake package for the core
+# _compile.py, autocompare as _autocompare.py, and a CMake package for the core
 # (share/cmake/torch_<name>: find_package(torch_<name>) gives the imported
 # target torch_<name>::torch_<name>).
 # --8<-- [end:add-backend-usage]
@@ -198,6 +198,8 @@ function(accgen_add_backend name)
               DESTINATION "${arg_INSTALL_DIR}" RENAME _device.py)
       install(FILES "${ACCGEN_RUNTIME_DIR}/python/accgen_compile.py"
               DESTINATION "${arg_INSTALL_DIR}" RENAME _compile.py)
+      install(FILES "${ACCGEN_RUNTIME_DIR}/python/accgen_autocompare.py"
+              DESTINATION "${arg_INSTALL_DIR}" RENAME _autocompare.py)
     endif()
   endif()
 endfunction()

@@ -12,6 +12,7 @@ number generators, memory statistics and the caching allocator.
 import atexit
 import functools
 import importlib.metadata
+import os
 import threading
 import traceback
 import warnings
@@ -659,6 +660,13 @@ def register(package: ModuleType) -> None:
 
     _compile.install()
     _register_distributed()
+    # Autocompare (_autocompare.py) only when asked for: off, it is not
+    # even imported.
+    autocompare = os.environ.get(f"{_C._config['env_prefix']}_AUTOCOMPARE", "")
+    if autocompare.strip().lower() not in ("", "0"):
+        from . import _autocompare
+
+        _autocompare.install(_DEVICE_TYPE, autocompare.strip().lower())
     # Note [Exit with device work in flight] (runtime/src/Emulate.cpp).
     atexit.register(_C._begin_exit)
     # Note [Collectives at exit] (accgen/runtime/Distributed.h); atexit runs
