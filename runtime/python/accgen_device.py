@@ -377,11 +377,12 @@ def get_rng_state_all() -> list[torch.Tensor]:
 
 def set_rng_state(new_state: torch.Tensor, device: _Device = _DEVICE_TYPE) -> None:
     """Restores `device`'s default generator from get_rng_state()."""
-    # Checked now, not when a call queued before initialisation runs: the
-    # device's generators keep the CPU generator's state layout.
+    # Checked now, not when a call queued before initialisation runs. The
+    # state is a 64-bit seed and a 64-bit offset, as a Philox generator's
+    # (Note [Device generator state], runtime/src/Generator.cpp).
     if not isinstance(new_state, torch.Tensor) or new_state.dtype != torch.uint8:
         raise TypeError("RNG state must be a torch.ByteTensor")
-    expected = torch.default_generator.get_state().numel()
+    expected = 16
     if new_state.numel() != expected:
         raise RuntimeError(
             f"Expected an RNG state of {expected} bytes for {_DEVICE_TYPE}, "

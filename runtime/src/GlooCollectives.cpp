@@ -360,6 +360,31 @@ accError_t launch(accComm_t comm, accStream_t stream,
 
 }  // namespace
 
+namespace {
+
+/// accSend and accRecv: `role` says which (Note [Ranks that disagree]).
+accError_t pointToPoint(void* buffer, size_t count, accDataType_t datatype,
+                        int peer, accComm_t comm, accStream_t stream,
+                        Role role) {
+  if (!validType(datatype) || comm == nullptr || peer < 0 ||
+      peer >= comm->state->size) {
+    return accErrorInvalidValue;
+  }
+  const Signature signature{
+      Kind::SendRecv, static_cast<int64_t>(count), datatype, peer, {}, {}};
+  return launch(
+      comm, stream, {buffer}, role, signature, [=](c10d::Backend& gloo) {
+        std::vector<at::Tensor> tensors{view(buffer, count, datatype)};
+        if (role == Role::Send) {
+          gloo.send(tensors, peer, 0)->wait();
+        } else {
+          gloo.recv(tensors, peer, 0)->wait();
+        }
+      });
+}
+
+}  // namespace
+
 extern "C" {
 
 accError_t accCommInitRank(accComm_t* comm, int nranks, int rank, int device,
@@ -558,32 +583,13 @@ accError_t accAllToAllv(const void* sendbuf, const size_t* sendcounts,
 
 accError_t accSend(const void* sendbuf, size_t count, accDataType_t datatype,
                    int peer, accComm_t comm, accStream_t stream) {
-  if (!validType(datatype) || comm == nullptr || peer < 0 ||
-      peer >= comm->state->size) {
-    return accErrorInvalidValue;
-  }
-  const Signature signature{
-      Kind::SendRecv, static_cast<int64_t>(count), datatype, peer, {}, {}};
-  return launch(
-      comm, stream, {sendbuf}, Role::Send, signature, [=](c10d::Backend& gloo) {
-        std::vector<at::Tensor> tensors{view(sendbuf, count, datatype)};
-        gloo.send(tensors, peer, 0)->wait();
-      });
+  return pointToPoint(const_cast<void*>(sendbuf), count, datatype, peer, comm,
+                      stream, Role::Send);
 }
 
 accError_t accRecv(void* recvbuf, size_t count, accDataType_t datatype,
                    int peer, accComm_t comm, accStream_t stream) {
-  if (!validType(datatype) || comm == nullptr || peer < 0 ||
-      peer >= comm->state->size) {
-    return accErrorInvalidValue;
-  }
-  const Signature signature{
-      Kind::SendRecv, static_cast<int64_t>(count), datatype, peer, {}, {}};
-  return launch(
-      comm, stream, {recvbuf}, Role::Recv, signature, [=](c10d::Backend& gloo) {
-        std::vector<at::Tensor> tensors{view(recvbuf, count, datatype)};
-        gloo.recv(tensors, peer, 0)->wait();
-      });
+  return pointToPoint(recvbuf, count, datatype, peer, comm, stream, Role::Recv);
 }
 
 }  // extern "C"

@@ -287,6 +287,33 @@ def scenario_functional(rank: int, world: int, device: str) -> None:
     expect_equal((dt * 2).sum().full_tensor(), full.sum() * 2, "DTensor sum")
 
 
+def scenario_dtensor_random(rank: int, world: int, device: str) -> None:
+    # DTensor's random operators take the device generator's state as a
+    # Philox seed and offset (Note [Device generator state]).
+    import torch.distributed.tensor as dtensor
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+    mesh = init_device_mesh(device, (world,))
+    assert dtensor._random.is_rng_supported_mesh(mesh)
+    torch.manual_seed(5)
+    sharded = dtensor.rand((4 * world, 3), device_mesh=mesh,
+                           placements=[Shard(0)])
+    full = sharded.full_tensor().cpu()
+    parts = full.chunk(world)
+    assert not torch.equal(parts[0], parts[1]), "shards drew the same numbers"
+    replicated = dtensor.rand((4, 3), device_mesh=mesh,
+                              placements=[Replicate()]).to_local().cpu()
+    seen = [None] * world
+    dist.all_gather_object(seen, (full, replicated))
+    for other_full, other_replicated in seen:
+        expect_equal(other_full, full, "sharded rand on every rank")
+        expect_equal(other_replicated, replicated, "replicated rand")
+    x = distribute_tensor(torch.ones(8, 4, device=device), mesh, [Shard(0)])
+    kept = torch.nn.functional.dropout(x, 0.5).full_tensor().cpu()
+    assert set(kept.unique().tolist()) <= {0.0, 2.0}, kept.unique()
+
+
 def _mlp(seed: int) -> torch.nn.Module:
     torch.manual_seed(seed)
     return torch.nn.Sequential(
@@ -311,11 +338,11 @@ def _reference_training(steps: int, world: int) -> torch.nn.Module:
     return model
 
 
-def scenario_ddp(rank: int, world: int, device: str) -> None:
-    from torch.nn.parallel import DistributedDataParallel
-
+def _train_and_compare(model, rank: int, world: int, device: str,
+                       full_parameters, what: str) -> None:
+    # Three SGD steps, each rank on its part of the batch; the parameters
+    # must match one process training on CPU over the whole batch.
     steps = 3
-    model = DistributedDataParallel(_mlp(0).to(device))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     for step in range(steps):
         x, y = _batch(step, world)
@@ -326,34 +353,31 @@ def scenario_ddp(rank: int, world: int, device: str) -> None:
         loss.backward()
         opt.step()
     reference = _reference_training(steps, world)
-    for (name, p), q in zip(model.module.named_parameters(),
-                            reference.parameters()):
-        expect_equal(p.detach(), q.detach(), f"DDP parameter {name}")
+    for (name, p), q in zip(full_parameters(), reference.parameters()):
+        expect_equal(p.detach(), q.detach(), f"{what} parameter {name}")
+
+
+def scenario_ddp(rank: int, world: int, device: str) -> None:
+    from torch.nn.parallel import DistributedDataParallel
+
+    model = DistributedDataParallel(_mlp(0).to(device))
+    _train_and_compare(model, rank, world, device,
+                       model.module.named_parameters, "DDP")
 
 
 def scenario_fsdp2(rank: int, world: int, device: str) -> None:
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
 
-    steps = 3
     mesh = init_device_mesh(device, (world,))
     model = _mlp(0).to(device)
     for layer in (model[0], model[2]):
         fully_shard(layer, mesh=mesh)
     fully_shard(model, mesh=mesh)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    for step in range(steps):
-        x, y = _batch(step, world)
-        part = slice(4 * rank, 4 * rank + 4)
-        opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(model(x[part].to(device)),
-                                            y[part].to(device))
-        loss.backward()
-        opt.step()
-    reference = _reference_training(steps, world)
-    for (name, p), q in zip(model.named_parameters(), reference.parameters()):
-        expect_equal(p.full_tensor().detach(), q.detach(),
-                     f"FSDP2 parameter {name}")
+    _train_and_compare(
+        model, rank, world, device,
+        lambda: ((n, p.full_tensor()) for n, p in model.named_parameters()),
+        "FSDP2")
 
 
 def scenario_ddp_without_workaround(rank: int, world: int, device: str) -> None:

@@ -488,3 +488,27 @@ def test_lazy_init_state(device, mod, run_python):
     result = run_python(code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False True"
+
+
+def test_rng_state_is_a_seed_and_an_offset(device, mod):
+    # Note [Device generator state]: 16 bytes, as DTensor reads them.
+    mod.manual_seed(1234)
+    state = mod.get_rng_state()
+    assert state.numel() == 16
+    assert state[:8].view(torch.int64).item() == 1234
+    assert state[8:].view(torch.int64).item() == 0
+    torch.rand(3, device=device)
+    assert mod.get_rng_state()[8:].view(torch.int64).item() == 1
+    # The first draw after seeding is the CPU's.
+    want = torch.rand(5, generator=torch.Generator().manual_seed(7))
+    mod.manual_seed(7)
+    assert torch.equal(torch.rand(5, device=device).cpu(), want)
+    # One (seed, offset), one stream; another offset, another stream.
+    state[8:] = torch.tensor([5], dtype=torch.int64).view(torch.uint8)
+    mod.set_rng_state(state)
+    a = torch.randn(6, device=device).cpu()
+    mod.set_rng_state(state)
+    assert torch.equal(torch.randn(6, device=device).cpu(), a)
+    state[8:] = torch.tensor([6], dtype=torch.int64).view(torch.uint8)
+    mod.set_rng_state(state)
+    assert not torch.equal(torch.randn(6, device=device).cpu(), a)

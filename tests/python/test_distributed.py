@@ -90,6 +90,10 @@ def test_functional_collectives_and_dtensor(ranks):
     ranks("functional")
 
 
+def test_dtensor_random_operators(ranks):
+    ranks("dtensor_random")
+
+
 def test_ddp_training_matches_cpu(ranks):
     ranks("ddp")
 

@@ -4,11 +4,13 @@
 // --8<-- [start:device-generators-note]
 // Note [Device generators on CPU kernels]
 // CPU kernels accept CPU generators only. While such a kernel runs for
-// the device, a CpuGeneratorScope gives it a CPU generator holding the state of
-// the the device generator it stands for (the one passed, or the device's
-// default generator when none was), holding that generator's lock, and writes
-// the advanced state back when the scope ends. Seeding through torch.<device>
-// therefore behaves as on any device, independently of the CPU generator.
+// the device, a CpuGeneratorScope gives it a CPU generator holding the
+// engine state of the device generator it stands for (the one passed, or the
+// device's default generator when none was), holding that generator's lock,
+// and moves the device generator to its next offset when the scope ends
+// (Note [Device generator state], runtime/src/Generator.cpp). Seeding
+// through torch.<device> therefore behaves as on any device, independently
+// of the CPU generator.
 // --8<-- [end:device-generators-note]
 #pragma once
 
@@ -34,7 +36,7 @@ class CpuGeneratorScope {
   /// The CPU generator to pass to the kernel.
   const at::Generator& cpu() const { return cpu_; }
 
-  /// The the device generator it stands for.
+  /// The device generator it stands for.
   const at::Generator& device() const { return device_; }
 
  private:
