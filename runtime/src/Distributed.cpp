@@ -34,7 +34,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -300,6 +299,39 @@ struct Bootstrap {
   }
 };
 
+/// A collective queued on the communication stream, until it completed.
+struct Pending {
+  std::string name;
+  c10::Stream stream;
+  std::shared_ptr<EventHandle> end;
+  std::vector<at::Tensor> outputs;
+  std::vector<at::Tensor> held;
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+};
+
+/// What a group shares with its completion thread, which may outlive the
+/// group: a future's callback may drop the group's last reference.
+struct Completion {
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::condition_variable idle;
+  std::deque<Pending> pending;
+  bool completing = false;
+  bool stopping = false;
+  std::exception_ptr broken;  // the group's first failure
+  accComm_t comm = nullptr;
+  int rank = 0;
+
+  Completion() = default;
+  Completion(const Completion&) = delete;
+  Completion& operator=(const Completion&) = delete;
+  ~Completion() {
+    if (comm != nullptr) {
+      (void)accCommDestroy(comm);
+    }
+  }
+};
+
 class DeviceBackend final : public c10d::Backend {
  public:
   DeviceBackend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
@@ -310,7 +342,7 @@ class DeviceBackend final : public c10d::Backend {
                                      &Bootstrap::get, &Bootstrap::hostGroup,
                                      timeout.count()};
     const accError_t created =
-        accCommInitRank(&comm_, size, rank, device_, &callbacks);
+        accCommInitRank(&state_->comm, size, rank, device_, &callbacks);
     if (bootstrap.host_group_error) {
       std::rethrow_exception(bootstrap.host_group_error);
     }
@@ -318,9 +350,8 @@ class DeviceBackend final : public c10d::Backend {
     // The communicator holds what it needs of the host group; the factory
     // (a Python callable) is dropped here, in the creating call.
     host_groups_ = std::move(bootstrap.host_groups);
-    completion_ = std::thread([this] { completeInOrder(); });
-    const std::lock_guard<std::mutex> lock(liveMutex());
-    live().insert(this);
+    state_->rank = rank;
+    completion_ = std::thread([state = state_] { completeInOrder(state); });
   }
 
   DeviceBackend(const DeviceBackend&) = delete;
@@ -328,16 +359,18 @@ class DeviceBackend final : public c10d::Backend {
 
   ~DeviceBackend() override {
     {
-      const std::lock_guard<std::mutex> lock(liveMutex());
-      live().erase(this);
+      const std::lock_guard<std::mutex> lock(state_->mutex);
+      state_->stopping = true;
     }
-    {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
+    state_->ready.notify_all();
+    if (completion_.get_id() == std::this_thread::get_id()) {
+      // A future's callback dropped the group's last reference: the
+      // completion thread goes on with the shared state alone and ends
+      // when nothing is left (Completion).
+      completion_.detach();
+    } else {
+      completion_.join();
     }
-    ready_.notify_all();
-    completion_.join();
-    (void)accCommDestroy(comm_);
   }
 
   const std::string getBackendName() const override {
@@ -347,18 +380,31 @@ class DeviceBackend final : public c10d::Backend {
   /// Returns once every collective issued so far has completed and its
   /// future's callbacks ran.
   void drain() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    idle_.wait(lock, [&] { return pending_.empty() && !completing_; });
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    state_->idle.wait(
+        lock, [&] { return state_->pending.empty() && !state_->completing; });
+  }
+
+  /// Makes `backend` known to drainAll().
+  static void track(const c10::intrusive_ptr<DeviceBackend>& backend) {
+    const std::lock_guard<std::mutex> lock(liveMutex());
+    auto& backends = live();
+    std::erase_if(backends, [](const auto& weak) { return weak.expired(); });
+    backends.emplace_back(backend);
   }
 
   /// drain() for every group of the process (drainCollectives()).
   static void drainAll() {
-    std::vector<DeviceBackend*> backends;
+    std::vector<c10::intrusive_ptr<DeviceBackend>> backends;
     {
       const std::lock_guard<std::mutex> lock(liveMutex());
-      backends.assign(live().begin(), live().end());
+      for (const auto& weak : live()) {
+        if (auto backend = weak.lock()) {
+          backends.push_back(std::move(backend));
+        }
+      }
     }
-    for (DeviceBackend* backend : backends) {
+    for (const auto& backend : backends) {
       backend->drain();
     }
   }
@@ -369,7 +415,7 @@ class DeviceBackend final : public c10d::Backend {
   bool supportsCoalescing() const override { return true; }
 
   void startCoalescing() override {
-    const std::lock_guard<std::mutex> lock(mutex_);
+    const std::lock_guard<std::mutex> lock(state_->mutex);
     coalescing_ = true;
     last_coalesced_.reset();
   }
@@ -377,7 +423,7 @@ class DeviceBackend final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> endCoalescing() override {
     c10::intrusive_ptr<c10d::Work> last;
     {
-      const std::lock_guard<std::mutex> lock(mutex_);
+      const std::lock_guard<std::mutex> lock(state_->mutex);
       coalescing_ = false;
       last = std::move(last_coalesced_);
     }
@@ -399,15 +445,16 @@ class DeviceBackend final : public c10d::Backend {
       std::vector<at::Tensor>& tensors,
       const c10d::BroadcastOptions& opts) override {
     const at::Tensor& tensor = single(tensors, "broadcast");
-    return collective(OpType::BROADCAST, "broadcast", tensor, tensors,
-                      [&](accStream_t stream, std::vector<at::Tensor>& held) {
-                        at::Tensor buffer = readable(tensor);
-                        ACCGEN_CHECK(accBroadcast(
-                            buffer.data_ptr(), buffer.data_ptr(), count(buffer),
-                            collectiveType(buffer.scalar_type(), "broadcast"),
-                            static_cast<int>(opts.rootRank), comm_, stream));
-                        copyBack(tensor, buffer, held);
-                      });
+    return collective(
+        OpType::BROADCAST, "broadcast", tensor, tensors,
+        [&](accStream_t stream, std::vector<at::Tensor>& held) {
+          at::Tensor buffer = readable(tensor);
+          ACCGEN_CHECK(accBroadcast(
+              buffer.data_ptr(), buffer.data_ptr(), count(buffer),
+              collectiveType(buffer.scalar_type(), "broadcast"),
+              static_cast<int>(opts.rootRank), state_->comm, stream));
+          copyBack(tensor, buffer, held);
+        });
   }
 
   c10::intrusive_ptr<c10d::Work> allreduce(
@@ -545,10 +592,10 @@ class DeviceBackend final : public c10d::Backend {
               root ? at::cat(flatten(inputs.front()))
                    : at::empty({getSize() * output.numel()}, output.options());
           at::Tensor buffer = asReal(stacked);
-          ACCGEN_CHECK(
-              accBroadcast(buffer.data_ptr(), buffer.data_ptr(), count(buffer),
-                           collectiveType(buffer.scalar_type(), "scatter"),
-                           static_cast<int>(opts.rootRank), comm_, stream));
+          ACCGEN_CHECK(accBroadcast(
+              buffer.data_ptr(), buffer.data_ptr(), count(buffer),
+              collectiveType(buffer.scalar_type(), "scatter"),
+              static_cast<int>(opts.rootRank), state_->comm, stream));
           output.copy_(
               stacked.view({getSize(), -1})[getRank()].view_as(output));
           held.push_back(stacked);
@@ -637,7 +684,7 @@ class DeviceBackend final : public c10d::Backend {
           ACCGEN_CHECK(accAllToAllv(
               send.data_ptr(), send_counts.data(), send_displs.data(),
               receive.data_ptr(), recv_counts.data(), recv_displs.data(),
-              collectiveType(send.scalar_type(), "alltoall_base"), comm_,
+              collectiveType(send.scalar_type(), "alltoall_base"), state_->comm,
               stream));
           held.push_back(send);
           copyBack(output, receive, held);
@@ -653,7 +700,7 @@ class DeviceBackend final : public c10d::Backend {
           at::Tensor buffer = readable(tensor);
           ACCGEN_CHECK(accSend(buffer.data_ptr(), count(buffer),
                                collectiveType(buffer.scalar_type(), "send"),
-                               dst_rank, comm_, stream));
+                               dst_rank, state_->comm, stream));
           held.push_back(buffer);
         });
   }
@@ -667,7 +714,7 @@ class DeviceBackend final : public c10d::Backend {
           at::Tensor buffer = asReal(tensor).contiguous();
           ACCGEN_CHECK(accRecv(buffer.data_ptr(), count(buffer),
                                collectiveType(buffer.scalar_type(), "recv"),
-                               src_rank, comm_, stream));
+                               src_rank, state_->comm, stream));
           copyBack(tensor, buffer, held);
         });
   }
@@ -689,15 +736,6 @@ class DeviceBackend final : public c10d::Backend {
 
  private:
   using Issue = std::function<void(accStream_t, std::vector<at::Tensor>& held)>;
-
-  struct Pending {
-    std::string name;
-    c10::Stream stream;
-    std::shared_ptr<EventHandle> end;
-    std::vector<at::Tensor> outputs;
-    std::vector<at::Tensor> held;
-    c10::intrusive_ptr<c10::ivalue::Future> future;
-  };
 
   static const at::Tensor& single(const std::vector<at::Tensor>& tensors,
                                   const char* name) {
@@ -738,10 +776,11 @@ class DeviceBackend final : public c10d::Backend {
   void allReduceInto(const at::Tensor& tensor, const c10d::ReduceOp& op,
                      accStream_t stream, std::vector<at::Tensor>& held) {
     at::Tensor buffer = reducible(tensor, op, "allreduce");
-    ACCGEN_CHECK(accAllReduce(
-        buffer.data_ptr(), buffer.data_ptr(), count(buffer),
-        collectiveType(buffer.scalar_type(), "allreduce"),
-        collectiveOp(op, tensor.scalar_type(), "allreduce"), comm_, stream));
+    ACCGEN_CHECK(
+        accAllReduce(buffer.data_ptr(), buffer.data_ptr(), count(buffer),
+                     collectiveType(buffer.scalar_type(), "allreduce"),
+                     collectiveOp(op, tensor.scalar_type(), "allreduce"),
+                     state_->comm, stream));
     copyBack(tensor, buffer, held);
   }
 
@@ -758,7 +797,7 @@ class DeviceBackend final : public c10d::Backend {
     at::Tensor receive = asReal(output).contiguous();
     ACCGEN_CHECK(accAllGather(send.data_ptr(), receive.data_ptr(), count(send),
                               collectiveType(send.scalar_type(), "all_gather"),
-                              comm_, stream));
+                              state_->comm, stream));
     held.push_back(send);
     copyBack(output, receive, held);
   }
@@ -778,21 +817,21 @@ class DeviceBackend final : public c10d::Backend {
     ACCGEN_CHECK(accReduceScatter(
         send.data_ptr(), receive.data_ptr(), count(receive),
         collectiveType(send.scalar_type(), "reduce_scatter"),
-        collectiveOp(op, input.scalar_type(), "reduce_scatter"), comm_,
+        collectiveOp(op, input.scalar_type(), "reduce_scatter"), state_->comm,
         stream));
     held.push_back(send);
     copyBack(output, receive, held);
   }
 
   void throwIfBroken() {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    if (broken_) {
-      std::rethrow_exception(broken_);
+    const std::lock_guard<std::mutex> lock(state_->mutex);
+    if (state_->broken) {
+      std::rethrow_exception(state_->broken);
     }
   }
 
   c10::Stream commStream(c10::DeviceIndex device) {
-    const std::lock_guard<std::mutex> lock(mutex_);
+    const std::lock_guard<std::mutex> lock(state_->mutex);
     auto found = streams_.find(device);
     if (found == streams_.end()) {
       found = streams_.emplace(device, getStreamFromPool(device, -1)).first;
@@ -828,42 +867,43 @@ class DeviceBackend final : public c10d::Backend {
     auto work = c10::make_intrusive<DeviceWork>(getRank(), type, name, device,
                                                 end, outputs, future);
     {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      pending_.push_back(Pending{name, comm, std::move(end), outputs,
-                                 std::move(held), std::move(future)});
+      const std::lock_guard<std::mutex> lock(state_->mutex);
+      state_->pending.push_back(Pending{name, comm, std::move(end), outputs,
+                                        std::move(held), std::move(future)});
       if (coalescing_) {
         last_coalesced_ = work;
       }
     }
-    ready_.notify_one();
+    state_->ready.notify_one();
     return work;
   }
 
   /// The completion thread: completes each collective's future, in issue
   /// order, once it ran (Note [Collectives on a communication stream]).
-  void completeInOrder() {
+  static void completeInOrder(const std::shared_ptr<Completion>& state) {
     for (;;) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      ready_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
-      if (pending_.empty()) {
+      std::unique_lock<std::mutex> lock(state->mutex);
+      state->ready.wait(
+          lock, [&] { return state->stopping || !state->pending.empty(); });
+      if (state->pending.empty()) {
         return;  // stopping, and nothing left
       }
-      std::optional<Pending> next(std::move(pending_.front()));
-      pending_.pop_front();
-      completing_ = true;
+      std::optional<Pending> next(std::move(state->pending.front()));
+      state->pending.pop_front();
+      state->completing = true;
       lock.unlock();
 
       (void)accEventSynchronize(next->end->event);
       accError_t failed = accSuccess;
-      (void)accCommGetAsyncError(comm_, &failed);
+      (void)accCommGetAsyncError(state->comm, &failed);
       lock.lock();
-      if (failed != accSuccess && !broken_) {
-        broken_ = distributedError(
-            c10::str(distributedBackendName(), " ", next->name, " on rank ",
-                     getRank(), " failed: ", accCommGetErrorMessage(comm_),
-                     ". The process group cannot be used any more."));
+      if (failed != accSuccess && !state->broken) {
+        state->broken = distributedError(c10::str(
+            distributedBackendName(), " ", next->name, " on rank ", state->rank,
+            " failed: ", accCommGetErrorMessage(state->comm),
+            ". The process group cannot be used any more."));
       }
-      const std::exception_ptr error = broken_;
+      const std::exception_ptr error = state->broken;
       lock.unlock();
       if (error) {
         next->future->setError(error);
@@ -873,9 +913,9 @@ class DeviceBackend final : public c10d::Backend {
       }
       next.reset();  // the tensors go here, not under the lock
       lock.lock();
-      completing_ = false;
+      state->completing = false;
       lock.unlock();
-      idle_.notify_all();
+      state->idle.notify_all();
     }
   }
 
@@ -884,24 +924,18 @@ class DeviceBackend final : public c10d::Backend {
     return mutex;
   }
 
-  static std::set<DeviceBackend*>& live() {
-    static std::set<DeviceBackend*> backends;
-    return backends;
+  static std::vector<c10::weak_intrusive_ptr<DeviceBackend>>& live() {
+    static auto* backends =
+        new std::vector<c10::weak_intrusive_ptr<DeviceBackend>>();
+    return *backends;  // never destroyed: groups may outlive static teardown
   }
 
   c10::DeviceIndex device_;
-  accComm_t comm_ = nullptr;
+  std::shared_ptr<Completion> state_ = std::make_shared<Completion>();
   std::map<int, c10::intrusive_ptr<c10d::Backend>> host_groups_;
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::condition_variable idle_;
-  bool completing_ = false;
-  std::deque<Pending> pending_;
-  std::map<c10::DeviceIndex, c10::Stream> streams_;
-  std::exception_ptr broken_;
-  bool coalescing_ = false;
-  c10::intrusive_ptr<c10d::Work> last_coalesced_;
-  bool stopping_ = false;
+  std::map<c10::DeviceIndex, c10::Stream> streams_;  // under state_->mutex
+  bool coalescing_ = false;                          // under state_->mutex
+  c10::intrusive_ptr<c10d::Work> last_coalesced_;    // under state_->mutex
   std::thread completion_;
 };
 
@@ -918,8 +952,10 @@ void drainCollectives() {
 c10::intrusive_ptr<c10d::Backend> makeDistributedBackend(
     c10::intrusive_ptr<c10d::Store> store, int rank, int size,
     std::chrono::milliseconds timeout, HostGroupFactory host_group) {
-  return c10::make_intrusive<DeviceBackend>(std::move(store), rank, size,
-                                            timeout, std::move(host_group));
+  auto backend = c10::make_intrusive<DeviceBackend>(
+      std::move(store), rank, size, timeout, std::move(host_group));
+  DeviceBackend::track(backend);
+  return backend;
 }
 
 }  // namespace accgen::runtime
