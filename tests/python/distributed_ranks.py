@@ -405,6 +405,20 @@ def scenario_mismatch(rank: int, world: int, device: str) -> None:
     raise AssertionError("mismatched sizes did not raise")
 
 
+def scenario_blocking_wait(rank: int, world: int, device: str) -> None:
+    # <PREFIX>_DIST_BLOCKING_WAIT=1: Work.wait() waits on the host and
+    # raises the collective's own error there.
+    t = torch.ones(4 + rank * 1000, device=device)
+    work = dist.all_reduce(t, async_op=True)
+    try:
+        work.wait()
+    except dist.DistBackendError as error:
+        print(f"raised after wait: {error}")
+        assert "mismatched collectives" in str(error), error
+        return
+    raise AssertionError("wait() did not raise")
+
+
 def scenario_dead_peer(rank: int, world: int, device: str) -> None:
     dist.barrier()
     if rank == world - 1:
@@ -463,7 +477,8 @@ def main() -> None:
             c10d._new_process_group_helper.__wrapped__)
     # The error scenarios wait for the process group's timeout: keep it short.
     timeout = (datetime.timedelta(seconds=5)
-               if scenario in ("mismatch", "dead_peer") else TIMEOUT)
+               if scenario in ("mismatch", "dead_peer", "blocking_wait")
+               else TIMEOUT)
     dist.init_process_group(backend, init_method=init_method, rank=rank,
                             world_size=world, timeout=timeout)
     if scenario == "ddp_torchrun":

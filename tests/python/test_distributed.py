@@ -24,9 +24,9 @@ def _free_port() -> int:
 
 
 def run_ranks(device: str, package: str, scenario: str,
-              timeout: float = 120) -> list[str]:
+              timeout: float = 120, env: dict | None = None) -> list[str]:
     port = _free_port()
-    environ = dict(os.environ, ACCGEN_TEST_PACKAGE=package)
+    environ = dict(os.environ, ACCGEN_TEST_PACKAGE=package, **(env or {}))
     procs = [
         subprocess.Popen(
             [sys.executable, str(RANKS), scenario, str(rank), str(WORLD),
@@ -105,6 +105,13 @@ def test_fsdp2_training_matches_cpu(ranks):
 def test_mismatched_sizes_raise(ranks):
     out = ranks("mismatch", timeout=60)
     assert any("raised after" in o for o in out), out
+
+
+def test_blocking_wait_raises_in_wait(ranks, mod):
+    prefix = mod._C._config["env_prefix"]
+    out = ranks("blocking_wait", timeout=60,
+                env={f"{prefix}_DIST_BLOCKING_WAIT": "1"})
+    assert all("raised after wait" in o for o in out), out
 
 
 def test_dead_peer_raises_on_the_survivor(ranks):
