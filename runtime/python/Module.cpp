@@ -267,7 +267,14 @@ PYBIND11_MODULE(_C, m) {
   m.def("_launch_compiled", &launchCompiled);
   m.def("_begin_exit", &emulate::beginExit);
   m.def("_distributed_backend_name", &distributedBackendName);
-  m.def("_drain_collectives", &drainCollectives, no_gil);
+  m.def("_drain_collectives", [] {
+    // Note [Exit with device work in flight]: the GIL is released, which
+    // lets other threads run on, only when there is something to wait for.
+    if (collectivesPending()) {
+      const py::gil_scoped_release release;
+      drainCollectives();
+    }
+  });
   m.def("_make_process_group", [](const c10::intrusive_ptr<c10d::Store>& store,
                                   int rank, int size,
                                   std::chrono::milliseconds timeout,

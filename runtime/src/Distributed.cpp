@@ -26,6 +26,7 @@
 
 #include <accgen/collectives.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -393,8 +394,8 @@ class DeviceBackend final : public c10d::Backend {
     backends.emplace_back(backend);
   }
 
-  /// drain() for every group of the process (drainCollectives()).
-  static void drainAll() {
+  /// The groups alive now, held while the caller uses them.
+  static std::vector<c10::intrusive_ptr<DeviceBackend>> liveBackends() {
     std::vector<c10::intrusive_ptr<DeviceBackend>> backends;
     {
       const std::lock_guard<std::mutex> lock(liveMutex());
@@ -404,7 +405,25 @@ class DeviceBackend final : public c10d::Backend {
         }
       }
     }
-    for (const auto& backend : backends) {
+    return backends;
+  }
+
+  /// Whether a collective of this group is still to complete.
+  bool pending() {
+    const std::lock_guard<std::mutex> lock(state_->mutex);
+    return !state_->pending.empty() || state_->completing;
+  }
+
+  /// Whether any group has a collective still to complete.
+  static bool anyPending() {
+    const auto backends = liveBackends();
+    return std::any_of(backends.begin(), backends.end(),
+                       [](const auto& backend) { return backend->pending(); });
+  }
+
+  /// drain() for every group of the process (drainCollectives()).
+  static void drainAll() {
+    for (const auto& backend : liveBackends()) {
       backend->drain();
     }
   }
@@ -947,6 +966,10 @@ std::string distributedBackendName() {
 
 void drainCollectives() {
   DeviceBackend::drainAll();
+}
+
+bool collectivesPending() {
+  return DeviceBackend::anyPending();
 }
 
 c10::intrusive_ptr<c10d::Backend> makeDistributedBackend(

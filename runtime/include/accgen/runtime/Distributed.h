@@ -41,4 +41,7 @@ c10::intrusive_ptr<c10d::Backend> makeDistributedBackend(
 /// that tries.
 void drainCollectives();
 
+/// Whether any group has a collective whose completion is still to run.
+bool collectivesPending();
+
 }  // namespace accgen::runtime
