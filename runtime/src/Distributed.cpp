@@ -551,16 +551,10 @@ class DeviceBackend final : public c10d::Backend {
         distributedBackendName(), " allgather: expected one list of ",
         getSize(), " output tensors");
     std::vector<at::Tensor>& list = outputs.front();
-    return collective(
-        OpType::ALLGATHER, "allgather", input, list,
-        [&](accStream_t stream, std::vector<at::Tensor>& held) {
-          at::Tensor gathered =
-              at::empty({getSize(), input.numel()}, input.options());
-          allGatherInto(gathered, input, stream, held);
-          for (std::size_t r = 0; r < list.size(); ++r) {
-            list[r].copy_(gathered[static_cast<int64_t>(r)].view_as(list[r]));
-          }
-        });
+    return collective(OpType::ALLGATHER, "allgather", input, list,
+                      [&](accStream_t stream, std::vector<at::Tensor>& held) {
+                        allGatherIntoList(list, input, stream, held, true);
+                      });
   }
 
   c10::intrusive_ptr<c10d::Work> gather(
@@ -577,18 +571,10 @@ class DeviceBackend final : public c10d::Backend {
         distributedBackendName(), " gather: the root takes one list of ",
         getSize(), " output tensors, the other ranks none");
     std::vector<at::Tensor> list = root ? outputs.front() : inputs;
-    return collective(
-        OpType::GATHER, "gather", input, list,
-        [&](accStream_t stream, std::vector<at::Tensor>& held) {
-          at::Tensor gathered =
-              at::empty({getSize(), input.numel()}, input.options());
-          allGatherInto(gathered, input, stream, held);
-          if (root) {
-            for (std::size_t r = 0; r < list.size(); ++r) {
-              list[r].copy_(gathered[static_cast<int64_t>(r)].view_as(list[r]));
-            }
-          }
-        });
+    return collective(OpType::GATHER, "gather", input, list,
+                      [&](accStream_t stream, std::vector<at::Tensor>& held) {
+                        allGatherIntoList(list, input, stream, held, root);
+                      });
   }
 
   c10::intrusive_ptr<c10d::Work> scatter(
@@ -819,6 +805,22 @@ class DeviceBackend final : public c10d::Backend {
                               state_->comm, stream));
     held.push_back(send);
     copyBack(output, receive, held);
+  }
+
+  /// An all-gather of `input`, one row a rank, copied into `list` when
+  /// `keep` (gather keeps it on the root only).
+  void allGatherIntoList(const std::vector<at::Tensor>& list,
+                         const at::Tensor& input, accStream_t stream,
+                         std::vector<at::Tensor>& held, bool keep) {
+    at::Tensor gathered =
+        at::empty({getSize(), input.numel()}, input.options());
+    allGatherInto(gathered, input, stream, held);
+    if (!keep) {
+      return;
+    }
+    for (std::size_t r = 0; r < list.size(); ++r) {
+      list[r].copy_(gathered[static_cast<int64_t>(r)].view_as(list[r]));
+    }
   }
 
   void reduceScatterInto(const at::Tensor& output, const at::Tensor& input,
