@@ -25,4 +25,8 @@ std::vector<OutputFile> emitBuildFiles(const model::Backend& backend);
 /// registration of operators.yaml and autocast.yaml (operators.cpp).
 std::vector<OutputFile> emitOperators(const model::Backend& backend);
 
+/// tests/conformance/: the backend's conformance suite (backend_spec.py
+/// with every fact of the specs it tests, conftest.py and the test files).
+std::vector<OutputFile> emitConformance(const model::Backend& backend);
+
 }  // namespace accgen::emit

@@ -24,6 +24,10 @@ const std::vector<Emitter>& registry() {
        "operator registrations (emulate, kernel, stub, fallback, custom), "
        "autocast and user kernel starters",
        &emitOperators},
+      {"conformance",
+       "the conformance suite under tests/conformance/, parametrized by the "
+       "specs",
+       &emitConformance},
   };
   return kEmitters;
 }

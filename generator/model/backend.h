@@ -110,6 +110,8 @@ struct Operator {
   /// Kind stub: the at::native function whose CPU kernel calls the stub
   /// ("abs_out", "sin_out"): what the registration routes to.
   std::string stub_native;
+  /// The dtypes it supports: its `dtypes:`, else backend.yaml's.
+  std::vector<std::string> dtypes;
   /// The operators.yaml entry.
   SourceLoc loc;
 
@@ -137,6 +139,9 @@ struct CustomOperator {
   std::string qualified_name;
   bool meta = true;
   bool autograd = false;
+  /// The Python callable the conformance suite compares with ("torch.add");
+  /// "" when the spec names none.
+  std::string reference;
   /// Generated wrapper registered on PrivateUse1.
   std::string wrapper_name;
   /// User-written device kernel: kernel_<name>_<overload>.

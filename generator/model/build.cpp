@@ -449,6 +449,17 @@ class BackendBuilder {
         }
       }
       op.loc = entry.loc;
+      op.dtypes = entry.dtypes.empty() ? specs_.backend.dtypes : entry.dtypes;
+      for (const std::string& dtype : entry.dtypes) {
+        const auto& all = specs_.backend.dtypes;
+        if (std::find(all.begin(), all.end(), dtype) == all.end()) {
+          error(entry.dtypes_loc,
+                "dtype '" + dtype + "' of " + entry.op +
+                    " is not one of the backend's dtypes",
+                {"an operator's dtypes are a subset of `dtypes:` in "
+                 "backend.yaml"});
+        }
+      }
       op.members.push_back(std::move(*primary));
       explicit_.emplace(entry.op, resolved_.size());
       resolved_.push_back(Resolved{&entry, std::move(op)});
@@ -694,6 +705,7 @@ class BackendBuilder {
       c.qualified_name = ns + "::" + full;
       c.meta = entry.meta;
       c.autograd = entry.autograd;
+      c.reference = entry.reference;
       c.loc = entry.loc;
       backend_.custom_.push_back(std::move(c));
     }

@@ -1,5 +1,6 @@
 // backend.yaml: the device name, package and namespace, emulated device
 // count and memory, fallback policy and feature switches.
+#include <algorithm>
 #include <limits>
 
 #include "generator/spec/names.h"
@@ -11,7 +12,7 @@ namespace {
 
 const std::vector<std::string> kBackendKeys = {
     "device", "package",  "namespace", "devices",
-    "memory", "fallback", "features"};
+    "memory", "fallback", "features",  "dtypes"};
 const std::vector<std::string> kFeatureKeys = {"pinned_memory", "autocast"};
 const std::vector<std::string> kFallbackValues = {"emulate", "cpu", "error"};
 
@@ -102,6 +103,53 @@ void readMemory(YamlReader& r, const YamlField& f, BackendSpec& spec) {
 }
 
 }  // namespace
+
+bool readDtypeNames(YamlReader& r, const YamlField& f,
+                    std::vector<std::string>& out) {
+  const std::vector<std::string>& known = knownDtypeNames();
+  if (!f.value.IsSequence() || f.value.size() == 0) {
+    r.error(r.valueLoc(f.key_node, f.value),
+            "expected a non-empty list of dtypes for 'dtypes', got " +
+                YamlReader::describe(f.value),
+            {"e.g. dtypes: [float32, float16, bfloat16, int64, bool]"});
+    return false;
+  }
+  out.clear();
+  bool ok = true;
+  for (const YAML::Node& item : f.value) {
+    auto name = r.readString(item, "a dtype", r.loc(item));
+    if (!name) {
+      ok = false;
+      continue;
+    }
+    if (std::find(known.begin(), known.end(), *name) == known.end()) {
+      std::string message = "unknown dtype '" + *name + "'";
+      std::string near = nearestName(*name, known);
+      if (!near.empty()) message += "; did you mean '" + near + "'?";
+      std::string allowed;
+      for (const std::string& k : known) {
+        allowed += (allowed.empty() ? "" : ", ") + k;
+      }
+      r.error(r.loc(item), message, {"allowed values: " + allowed});
+      ok = false;
+      continue;
+    }
+    if (std::find(out.begin(), out.end(), *name) != out.end()) {
+      r.error(r.loc(item), "dtype '" + *name + "' is listed twice");
+      ok = false;
+      continue;
+    }
+    out.push_back(*name);
+  }
+  return ok;
+}
+
+const std::vector<std::string>& knownDtypeNames() {
+  static const std::vector<std::string> kNames = {
+      "float32", "float64", "float16", "bfloat16", "complex64", "complex128",
+      "int64",   "int32",   "int16",   "int8",     "uint8",     "bool"};
+  return kNames;
+}
 
 const char* fallbackPolicyName(FallbackPolicy policy) {
   switch (policy) {
@@ -199,6 +247,7 @@ std::optional<BackendSpec> parseBackendSpec(std::string_view text,
     if (f.key == "memory") readMemory(r, f, spec);
     if (f.key == "fallback") readFallback(r, f, spec);
     if (f.key == "features") readFeatures(r, f, spec);
+    if (f.key == "dtypes") readDtypeNames(r, f, spec.dtypes);
   }
   if (!map->find("device")) {
     r.missingKey("device", "backend.yaml", r.loc(r.root()));

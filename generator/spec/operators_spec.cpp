@@ -13,8 +13,32 @@ namespace accgen::spec {
 namespace {
 
 const std::vector<std::string> kTopKeys = {"operators", "custom"};
-const std::vector<std::string> kEntryKeys = {"op", "kind", "group", "stub"};
-const std::vector<std::string> kCustomKeys = {"schema", "meta", "autograd"};
+const std::vector<std::string> kEntryKeys = {"op", "kind", "group", "stub",
+                                             "dtypes"};
+const std::vector<std::string> kCustomKeys = {"schema", "meta", "autograd",
+                                              "reference"};
+
+/// A Python callable named by its module and attribute path: "torch.add",
+/// "my_refs.scaled_add". Every part is an identifier; there are two at least.
+bool isDottedPythonName(std::string_view text) {
+  int parts = 0;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find('.', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view part = text.substr(start, end - start);
+    if (part.empty()) return false;
+    auto head = static_cast<unsigned char>(part[0]);
+    if (!(std::isalpha(head) || head == '_')) return false;
+    for (char c : part) {
+      auto u = static_cast<unsigned char>(c);
+      if (!(std::isalnum(u) || u == '_')) return false;
+    }
+    ++parts;
+    start = end + 1;
+  }
+  return parts >= 2;
+}
 // The names a `kind:` may have, in table order.
 const std::vector<std::string>& listedKindNames() {
   static const std::vector<std::string> kNames = [] {
@@ -81,6 +105,7 @@ std::optional<OperatorEntry> readEntry(YamlReader& r, const YAML::Node& item) {
   OperatorEntry entry;
   entry.loc = at;
   entry.stub_loc = at;
+  entry.dtypes_loc = at;
   bool ok = true;
 
   const YamlField* op = map->find("op");
@@ -172,6 +197,11 @@ std::optional<OperatorEntry> readEntry(YamlReader& r, const YAML::Node& item) {
     }
   }
 
+  if (const YamlField* dtypes = map->find("dtypes")) {
+    entry.dtypes_loc = r.loc(dtypes->key_node);
+    ok = readDtypeNames(r, *dtypes, entry.dtypes) && ok;
+  }
+
   if (!ok) return std::nullopt;
   return entry;
 }
@@ -211,6 +241,22 @@ std::optional<CustomOpEntry> readCustom(YamlReader& r, const YAML::Node& item) {
   if (const YamlField* autograd = map->find("autograd")) {
     if (auto value = r.fieldBool(*autograd)) {
       entry.autograd = *value;
+    } else {
+      ok = false;
+    }
+  }
+  if (const YamlField* reference = map->find("reference")) {
+    if (auto value = r.fieldString(*reference)) {
+      if (isDottedPythonName(*value)) {
+        entry.reference = *value;
+      } else {
+        r.error(r.contentLoc(reference->value),
+                "invalid reference '" + *value +
+                    "': expected a Python callable as module.name",
+                {"e.g. reference: torch.add, or my_refs.scaled_add for a "
+                 "function scaled_add in the backend's tests/my_refs.py"});
+        ok = false;
+      }
     } else {
       ok = false;
     }
@@ -377,7 +423,25 @@ class QuickReader {
     return std::nullopt;
   }
 
-  /// `{op: NAME, kind: KIND[, group: BOOL][, stub: NAME]}` at `at`.
+  /// `[NAME, NAME, ...]` of known, distinct dtype names at `at`.
+  bool dtypeList(std::size_t& at, std::vector<std::string>& out) const {
+    if (!take(at, '[')) return false;
+    const std::vector<std::string>& known = knownDtypeNames();
+    do {
+      skipSpaces(at);
+      const std::string value(name(at));
+      if (std::find(known.begin(), known.end(), value) == known.end() ||
+          std::find(out.begin(), out.end(), value) != out.end()) {
+        return false;
+      }
+      out.push_back(value);
+      skipSpaces(at);
+    } while (take(at, ','));
+    return take(at, ']');
+  }
+
+  /// `{op: NAME, kind: KIND[, group: BOOL][, stub: NAME][, dtypes: [...]]}`
+  /// at `at`.
   bool operatorEntry(std::size_t at) {
     struct Field {
       std::optional<std::string_view> value;
@@ -386,10 +450,18 @@ class QuickReader {
     Field op, kind, group, stub;
     OperatorEntry entry;
     entry.loc = locAt(at);
+    entry.dtypes_loc = entry.loc;
     if (!take(at, '{')) return false;
     do {
       skipSpaces(at);
+      const std::size_t key_at = at;
       const std::string_view k = key(at);
+      if (k == "dtypes") {
+        if (!entry.dtypes.empty() || !dtypeList(at, entry.dtypes)) return false;
+        entry.dtypes_loc = locAt(key_at);
+        skipSpaces(at);
+        continue;
+      }
       Field* field = k == "op"      ? &op
                      : k == "kind"  ? &kind
                      : k == "group" ? &group
@@ -449,6 +521,12 @@ class QuickReader {
       }
       custom_->schema = std::string(text);
       custom_->schema_loc = locAt(at + 1);
+      return true;
+    }
+    if (k == "reference") {
+      const std::string_view value = name(at);
+      if (!isDottedPythonName(value) || !restIsEmpty(at)) return false;
+      custom_->reference = std::string(value);
       return true;
     }
     const std::optional<bool> value = boolean(name(at));

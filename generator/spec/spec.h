@@ -95,6 +95,9 @@ enum class CastPolicy {
 /// "fp32_set_opt_dtype", "fp32_append_dtype", "promote"; "banned".
 std::string_view policyName(CastPolicy policy);
 
+/// Every dtype name `dtypes:` accepts, in a fixed order.
+const std::vector<std::string>& knownDtypeNames();
+
 /// `features:` of backend.yaml.
 struct Features {
   bool pinned_memory = true;
@@ -116,6 +119,11 @@ struct BackendSpec {
   std::uint64_t memory_bytes = std::uint64_t{4} << 30;
   FallbackPolicy fallback = FallbackPolicy::kEmulate;
   Features features;
+  /// The dtypes the device supports (`dtypes:`), as torch names them
+  /// without the prefix ("float32"); the generated conformance suite tests
+  /// operators over these.
+  std::vector<std::string> dtypes = {"float32", "float64", "float16",
+                                     "bfloat16", "int64",  "int32", "bool"};
 
   /// The file (line 0).
   SourceLoc loc;
@@ -137,6 +145,9 @@ struct OperatorEntry {
   bool group = false;
   /// `stub:` when given (kind stub only); the model supplies the default.
   std::optional<std::string> stub;
+  /// `dtypes:`: the dtypes the operator supports, a subset of backend.yaml's;
+  /// empty when not given (all of backend.yaml's).
+  std::vector<std::string> dtypes;
 
   /// The item (its first key).
   SourceLoc loc;
@@ -146,6 +157,8 @@ struct OperatorEntry {
   SourceLoc kind_loc;
   /// The `stub:` value, or loc when it is not given.
   SourceLoc stub_loc;
+  /// The `dtypes:` key, or loc when it is not given.
+  SourceLoc dtypes_loc;
 };
 
 /// One item of `custom:`.
@@ -158,6 +171,10 @@ struct CustomOpEntry {
   /// Generate forward + backward registration; the backward body is
   /// user-written.
   bool autograd = false;
+  /// `reference:`: a Python callable ("torch.add") computing the operator
+  /// on the CPU; the conformance suite compares the device with it. Empty:
+  /// the suite checks the device against the Meta kernel only.
+  std::string reference;
 
   /// The item (its first key).
   SourceLoc loc;

@@ -130,4 +130,9 @@ std::string shortenedValue(const std::string& s);
 /// "a, b and c"-free list for notes: "a, b, c".
 std::string joinNames(const std::vector<std::string>& names);
 
+/// A non-empty list of dtype names (knownDtypeNames(): "float32", ...)
+/// into `out`; false, with every problem reported, when it is not one.
+bool readDtypeNames(YamlReader& r, const YamlField& f,
+                    std::vector<std::string>& out);
+
 }  // namespace accgen::spec

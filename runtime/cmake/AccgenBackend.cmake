@@ -25,7 +25,8 @@
 #   torch_<name>_python   <package>._C, the Python bindings (PYTHON_MODULE)
 # Installed below INSTALL_DIR: lib/libtorch_<name>.so, _C, the runtime's
 # Python device module as _device.py, its torch.compile registration as
-# _compile.py, autocompare as _autocompare.py, and a CMake package for the core
+# _compile.py, autocompare as _autocompare.py, the conformance checks as
+# _conformance.py, and a CMake package for the core
 # (share/cmake/torch_<name>: find_package(torch_<name>) gives the imported
 # target torch_<name>::torch_<name>).
 # --8<-- [end:add-backend-usage]
@@ -200,6 +201,8 @@ function(accgen_add_backend name)
               DESTINATION "${arg_INSTALL_DIR}" RENAME _compile.py)
       install(FILES "${ACCGEN_RUNTIME_DIR}/python/accgen_autocompare.py"
               DESTINATION "${arg_INSTALL_DIR}" RENAME _autocompare.py)
+      install(FILES "${ACCGEN_RUNTIME_DIR}/python/accgen_conformance.py"
+              DESTINATION "${arg_INSTALL_DIR}" RENAME _conformance.py)
     endif()
   endif()
 endfunction()

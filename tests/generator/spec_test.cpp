@@ -82,7 +82,7 @@ TEST(BackendSpec, UnknownKeySuggestsAndListsAllowedKeys) {
             "b.yaml:2:1: error: unknown key 'falback' in backend.yaml; did "
             "you mean 'fallback'?\n"
             "note: allowed keys: device, package, namespace, devices, "
-            "memory, fallback, features\n");
+            "memory, fallback, features, dtypes\n");
 }
 
 TEST(BackendSpec, DuplicateKeyIsAnErrorThoughYamlCppKeepsOne) {
