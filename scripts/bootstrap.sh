@@ -33,8 +33,10 @@ if [ "$have" != "$TORCH_VERSION" ]; then
   "$PY" -m pip install -q "torch==$TORCH_VERSION"
 fi
 # expecttest: torch.testing._internal (the OpInfo database) imports it.
-for mod in pytest yaml scikit_build_core pybind11 ninja numpy expecttest; do
+# xdist: the generated conformance suites shard over devices with -n.
+for mod in pytest yaml scikit_build_core pybind11 ninja numpy expecttest xdist; do
   "$PY" -c "import $mod" 2>/dev/null || {
     pkg=$mod; [ "$mod" = yaml ] && pkg=PyYAML; [ "$mod" = scikit_build_core ] && pkg=scikit-build-core
+    [ "$mod" = xdist ] && pkg=pytest-xdist
     echo "bootstrap: installing $pkg"; "$PY" -m pip install -q "$pkg"; }
 done

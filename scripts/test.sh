@@ -53,6 +53,9 @@ if [ -f generated_example/pyproject.toml ]; then
   "$PY" -m pip install -q --no-build-isolation ./generated_example
 fi
 
+echo "== the example's generated conformance suite (two workers, one device each)"
+(cd generated_example && "$PY" -m pytest -q -p no:cacheprovider tests/conformance -n 2)
+
 echo "== pytest"
 # test_schema_compile.py is the all-operator signature proof; ctest ran it
 # above against the library it built.

@@ -39,14 +39,32 @@ nlohmann::json specData(const model::Backend& backend) {
                           : "(" + dtypes + ")"}});
     }
   }
+  // The hook operators the runtime registers for every backend, where the
+  // spec registers them no other way.
+  // They compute in floating point only.
+  std::string floating;
+  for (const std::string& dtype : backend.spec().dtypes) {
+    if (dtype.find("float") != std::string::npos) {
+      floating += pyString(dtype) + ", ";
+    }
+  }
+  for (const model::HookOperator& hook : model::hookOperators()) {
+    if (floating.empty()) break;
+    if (backend.findRegistration(hook.name) != nullptr) continue;
+    operators.push_back({{"name", pyString(hook.name)},
+                         {"kind", pyString("hook")},
+                         {"form", pyString("functional")},
+                         {"listed", pyString(hook.name)},
+                         {"dtypes", "(" + floating + ")"}});
+  }
   nlohmann::json custom = nlohmann::json::array();
   for (const model::CustomOperator& op : backend.customOperators()) {
-    custom.push_back({{"name", pyString(op.qualified_name)},
-                      {"meta", op.meta ? "True" : "False"},
-                      {"autograd", op.autograd ? "True" : "False"},
-                      {"reference", op.reference.empty()
-                                        ? std::string("None")
-                                        : pyString(op.reference)}});
+    custom.push_back(
+        {{"name", pyString(op.qualified_name)},
+         {"meta", op.meta ? "True" : "False"},
+         {"autograd", op.autograd ? "True" : "False"},
+         {"reference", op.reference.empty() ? std::string("None")
+                                            : pyString(op.reference)}});
   }
   nlohmann::json autocast = nlohmann::json::array();
   for (const model::AutocastRule& rule : backend.autocastRules()) {
@@ -59,17 +77,18 @@ nlohmann::json specData(const model::Backend& backend) {
   for (const std::string& dtype : backend.spec().dtypes) {
     dtypes.push_back({{"name", pyString(dtype)}});
   }
-  return {{"spec_operators", operators},
-          {"spec_custom", custom},
-          {"spec_autocast", autocast},
-          {"spec_dtypes", dtypes},
-          {"autocast_dtype",
-           pyString(std::string(spec::dtypeName(backend.autocastDtype())))},
-          {"fallback_policy",
-           pyString(spec::fallbackPolicyName(backend.fallback()))},
-          {"fallback_policy_word", spec::fallbackPolicyName(backend.fallback())},
-          {"has_custom", !backend.customOperators().empty()},
-          {"has_autocast", !backend.autocastRules().empty()}};
+  return {
+      {"spec_operators", operators},
+      {"spec_custom", custom},
+      {"spec_autocast", autocast},
+      {"spec_dtypes", dtypes},
+      {"autocast_dtype",
+       pyString(std::string(spec::dtypeName(backend.autocastDtype())))},
+      {"fallback_policy",
+       pyString(spec::fallbackPolicyName(backend.fallback()))},
+      {"fallback_policy_word", spec::fallbackPolicyName(backend.fallback())},
+      {"has_custom", !backend.customOperators().empty()},
+      {"has_autocast", !backend.autocastRules().empty()}};
 }
 
 }  // namespace
@@ -88,7 +107,8 @@ std::vector<OutputFile> emitConformance(const model::Backend& backend) {
   add("test_operators.py", "specs/operators.yaml");
   add("test_runtime.py", "specs/backend.yaml");
   const nlohmann::json data = specData(backend);
-  for (OutputFile& file : files) file.data = data;
+  for (OutputFile& file : files)
+    file.data = data;
   return files;
 }
 

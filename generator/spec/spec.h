@@ -122,8 +122,8 @@ struct BackendSpec {
   /// The dtypes the device supports (`dtypes:`), as torch names them
   /// without the prefix ("float32"); the generated conformance suite tests
   /// operators over these.
-  std::vector<std::string> dtypes = {"float32", "float64", "float16",
-                                     "bfloat16", "int64",  "int32", "bool"};
+  std::vector<std::string> dtypes = {
+      "float32", "float64", "float16", "bfloat16", "int64", "int32", "bool"};
 
   /// The file (line 0).
   SourceLoc loc;

@@ -128,7 +128,12 @@ def functional_of(func: Any) -> Optional[Any]:
         return func
     schema = func._schema
     base = schema.name.split("::")[-1]
-    names = [a.name for a in _inputs_of(func)]
+
+    def signature(arguments: list) -> list:
+        # Names and types; `self` of an in-place form is `Tensor(a!)`.
+        return [(a.name, str(a.type)) for a in arguments]
+
+    inputs = signature(_inputs_of(func))
     for packet_name in ([base[:-1]] if base.endswith("_") else []) + [base]:
         packet = getattr(torch.ops.aten, packet_name, None)
         if packet is None:
@@ -137,9 +142,9 @@ def functional_of(func: Any) -> Optional[Any]:
             candidate = getattr(packet, overload)
             if _written(candidate):
                 continue
-            theirs = [a.name for a in candidate._schema.arguments
-                      if a.name not in _FACTORY_ARGUMENTS]
-            if theirs == names:
+            theirs = signature([a for a in candidate._schema.arguments
+                                if a.name not in _FACTORY_ARGUMENTS])
+            if theirs == inputs:
                 return candidate
     return None
 
@@ -205,7 +210,12 @@ def _move(value: Any, device: str, noncontiguous: bool = False) -> Any:
     return tree_map(one, value)
 
 
-def _assert_same(got: Any, want: Any, device: str, what: str) -> None:
+def _assert_same(got: Any, want: Any, device: str, what: str,
+                 loose: bool = False) -> None:
+    """`got` (device) against `want` (CPU): the same structure, devices,
+    shapes, dtypes, and values within the tolerances of their dtype; `loose`
+    allows the rounding of a fused kernel against a decomposed one in 16-bit
+    dtypes."""
     got_leaves, _ = tree_flatten(got)
     want_leaves, _ = tree_flatten(want)
     if len(got_leaves) != len(want_leaves):
@@ -225,6 +235,8 @@ def _assert_same(got: Any, want: Any, device: str, what: str) -> None:
                 raise ConformanceError(
                     f"{label}: {_describe(g_cpu)} against the CPU's {_describe(w)}")
             rtol, atol = _tolerances(w.dtype)
+            if loose and w.dtype in (torch.float16, torch.bfloat16):
+                rtol, atol = 4e-2, 4e-2
             try:
                 torch.testing.assert_close(g_cpu, w, rtol=rtol, atol=atol,
                                            equal_nan=True, check_stride=False)
@@ -378,14 +390,21 @@ def _index(shape: tuple, seed: int) -> torch.Tensor:
     return torch.randint(0, max(size, 1), (min(size, 3),), generator=generator)
 
 
-def _value(argument: Any, shape: tuple, dtype: torch.dtype, seed: int) -> Any:
+def _value(argument: Any, shape: tuple, dtype: torch.dtype, seed: int,
+           fill_optional: bool = False) -> Any:
     kind = str(argument.type)
     name = argument.name
-    if argument.has_default_value() and "Tensor" not in kind:
+    if kind.startswith("Optional[") and fill_optional and name not in (
+            "generator", "dtype", "layout", "device", "memory_format",
+            "pin_memory", "out_dtype"):
+        kind = kind[len("Optional["):-1]
+    elif argument.has_default_value() and "Tensor" not in kind:
         return argument.default_value
-    if kind.startswith("Optional["):
+    elif kind.startswith("Optional["):
         return None
     if kind == "Tensor":
+        if name == "value":
+            return _tensor((), dtype, seed)
         if name in ("index", "indices", "target"):
             return _index(shape, seed)
         if name == "mask":
@@ -415,15 +434,18 @@ def _value(argument: Any, shape: tuple, dtype: torch.dtype, seed: int) -> Any:
 
 
 def schema_inputs(func: Any, dtype: torch.dtype) -> Iterator[tuple[str, dict]]:
-    """Arguments of `func` made from its schema, one set per shape tried."""
-    for number, shape in enumerate(_SHAPES):
-        named = {}
-        for argument in _inputs_of(func):
-            value = _value(argument, shape, dtype, number)
-            if value is _MISSING:
-                return
-            named[argument.name] = value
-        yield f"generated from the schema, shape {shape}", named
+    """Arguments of `func` made from its schema, one set per shape tried,
+    first with its optional arguments left out, then with them given."""
+    for fill in (False, True):
+        for number, shape in enumerate(_SHAPES):
+            named = {}
+            for argument in _inputs_of(func):
+                value = _value(argument, shape, dtype, number, fill)
+                if value is _MISSING:
+                    return
+                named[argument.name] = value
+            given = ", optional arguments given" if fill else ""
+            yield f"generated from the schema, shape {shape}{given}", named
 
 
 # --------------------------------------------------------------------------
@@ -517,7 +539,7 @@ class Suite:
     def check_operator(self, case: OperatorCase) -> None:
         dtype = getattr(torch, case.dtype)
         func = overload_of(case.name)
-        special = _BUILTIN_CHECKS.get(case.name)
+        special = _BUILTIN_CHECKS.get(case.name) or _HOOK_CHECKS.get(case.name)
         if special is not None:
             special(self, func, dtype)
             return
@@ -984,6 +1006,93 @@ def _check_views(suite: Suite, func: Any, dtype: torch.dtype) -> None:
     shared = dev.view(24)
     shared[0] = src.flatten()[1]
     assert dev[0, 0].item() == src.flatten()[1].item(), "a view shares memory"
+
+
+# --------------------------------------------------------------------------
+# The hook operators, through the public functions that reach them
+
+
+def _compare_call(suite: Suite, dtype: torch.dtype, what: str,
+                  fn: Callable, inputs: list) -> None:
+    """fn(*inputs) and its gradient with respect to every floating-point
+    input, on the device against the CPU."""
+    def run(device: str):
+        moved = [t.detach().to(device).requires_grad_(t.is_floating_point())
+                 for t in inputs]
+        torch.manual_seed(0)
+        result = fn(*moved)
+        outputs = [t for t in tree_flatten(result)[0]
+                   if isinstance(t, torch.Tensor) and t.requires_grad]
+        generator = torch.Generator().manual_seed(7)
+        grads_out = [torch.randn(t.shape, generator=generator).to(t.dtype)
+                     .to(device) for t in outputs]
+        grads = torch.autograd.grad(outputs, [t for t in moved if t.requires_grad],
+                                    grads_out, allow_unused=True)
+        return result, grads
+
+    try:
+        want = run("cpu")
+    except Exception as error:  # noqa: BLE001 - the CPU refuses this dtype
+        pytest.skip(f"the CPU runs {what} on no input in {dtype}: {error}")
+    # The CPU decomposes what the device runs fused: round-offs differ.
+    _assert_same(run(suite.device), want, suite.device,
+                 f"{what} on {suite.device}, {str(dtype)[6:]} (forward, gradient)",
+                 loose=True)
+
+
+def _check_convolution(suite: Suite, func: Any, dtype: torch.dtype) -> None:
+    F = torch.nn.functional
+    for what, fn, shapes in (
+            ("conv1d", lambda x, w, b: F.conv1d(x, w, b, padding=1), ((2, 3, 7), (4, 3, 3), (4,))),
+            ("conv2d, stride 2, 2 groups",
+             lambda x, w, b: F.conv2d(x, w, b, stride=2, groups=2),
+             ((2, 4, 6, 6), (6, 2, 3, 3), (6,))),
+            ("conv3d", lambda x, w, b: F.conv3d(x, w, b), ((1, 2, 4, 4, 4), (3, 2, 2, 2, 2), (3,))),
+            ("conv_transpose2d, dilation 2",
+             lambda x, w, b: F.conv_transpose2d(x, w, b, dilation=2),
+             ((2, 3, 5, 5), (3, 4, 3, 3), (4,)))):
+        inputs = [_tensor(shape, dtype, i) for i, shape in enumerate(shapes)]
+        _compare_call(suite, dtype, what, fn, inputs)
+
+
+def _check_attention(suite: Suite, func: Any, dtype: torch.dtype) -> None:
+    F = torch.nn.functional
+    q, k, v = (_tensor((2, 3, 5, 8), dtype, i) for i in range(3))
+    mask = _tensor((5, 5), dtype, 3)
+    _compare_call(suite, dtype, "scaled_dot_product_attention", F.scaled_dot_product_attention,
+                  [q, k, v])
+    _compare_call(suite, dtype, "scaled_dot_product_attention, causal",
+                  lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True),
+                  [q, k, v])
+    _compare_call(suite, dtype, "scaled_dot_product_attention, additive mask",
+                  F.scaled_dot_product_attention, [q, k, v, mask])
+
+
+def _check_rnn_cell(suite: Suite, func: Any, dtype: torch.dtype) -> None:
+    lstm = "lstm" in func._schema.name
+    gates = 4 if lstm else 3
+    x, h, c = _tensor((3, 5), dtype, 0), _tensor((3, 6), dtype, 1), _tensor((3, 6), dtype, 2)
+    w_ih, w_hh = _tensor((gates * 6, 5), dtype, 3), _tensor((gates * 6, 6), dtype, 4)
+    b_ih, b_hh = _tensor((gates * 6,), dtype, 5), _tensor((gates * 6,), dtype, 6)
+    if lstm:
+        _compare_call(suite, dtype, "lstm_cell",
+                      lambda *t: torch.lstm_cell(t[0], (t[1], t[2]), *t[3:]),
+                      [x, h, c, w_ih, w_hh, b_ih, b_hh])
+    else:
+        _compare_call(suite, dtype, "gru_cell", torch.gru_cell,
+                      [x, h, w_ih, w_hh, b_ih, b_hh])
+
+
+_HOOK_CHECKS: dict[str, Callable] = {
+    "convolution_overrideable": _check_convolution,
+    "convolution_backward_overrideable": _check_convolution,
+    "_scaled_dot_product_fused_attention_overrideable": _check_attention,
+    "_scaled_dot_product_fused_attention_overrideable_backward": _check_attention,
+    "_thnn_fused_lstm_cell": _check_rnn_cell,
+    "_thnn_fused_lstm_cell_backward_impl": _check_rnn_cell,
+    "_thnn_fused_gru_cell": _check_rnn_cell,
+    "_thnn_fused_gru_cell_backward": _check_rnn_cell,
+}
 
 
 _BUILTIN_CHECKS: dict[str, Callable] = {

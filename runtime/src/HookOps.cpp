@@ -4,6 +4,7 @@
 #include "accgen/runtime/HookOps.h"
 
 #include <ATen/Context.h>
+#include <ATen/OpMathType.h>
 #include <ATen/SDPBackend.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/transformers/attention.h>
@@ -168,8 +169,11 @@ scaledDotProductFusedAttentionOverrideable(
   std::vector<int64_t> out_sizes = query.sizes().vec();
   out_sizes.back() = value.size(-1);
   at::Tensor out = emptyWithLayoutOf(query, out_sizes, query.scalar_type());
+  // The CPU flash kernel keeps the log-sum-exp in the operand's math type:
+  // float for float, half and bfloat16, double for double.
   at::Tensor logsumexp =
-      at::empty({batch, heads, length_q}, query.options().dtype(at::kFloat));
+      at::empty({batch, heads, length_q},
+                query.options().dtype(at::toOpMathType(query.scalar_type())));
   emulate::HostViews host;
   const at::Tensor h_query = host(query);
   const at::Tensor h_key = host(key);
@@ -233,21 +237,21 @@ scaledDotProductFusedAttentionOverrideableBackward(
       // The flash kernel has no gradient for the additive mask: it is the
       // gradient of the scores, dS = P * (dP - rowsum(dO * O)), with the
       // probabilities P recovered from the log-sum-exp, summed to the
-      // mask's (broadcast) shape.
-      const at::Tensor q = h_query.to(at::kFloat);
+      // mask's (broadcast) shape; computed in the operands' math type.
+      const at::ScalarType math = at::toOpMathType(h_query.scalar_type());
+      const at::Tensor q = h_query.to(math);
       const double factor =
           scale.has_value()
               ? *scale
               : 1.0 / std::sqrt(static_cast<double>(h_query.size(-1)));
-      const at::Tensor scores =
-          at::matmul(q, h_key.to(at::kFloat).transpose(-2, -1))
-              .mul(factor)
-              .add(h_bias.to(at::kFloat));
+      const at::Tensor scores = at::matmul(q, h_key.to(math).transpose(-2, -1))
+                                    .mul(factor)
+                                    .add(h_bias.to(math));
       const at::Tensor probs = at::exp(scores.sub(h_logsumexp.unsqueeze(-1)));
-      const at::Tensor grad_o = h_grad_out.to(at::kFloat);
+      const at::Tensor grad_o = h_grad_out.to(math);
       const at::Tensor grad_probs =
-          at::matmul(grad_o, h_value.to(at::kFloat).transpose(-2, -1));
-      const at::Tensor row = grad_o.mul(h_out.to(at::kFloat)).sum(-1, true);
+          at::matmul(grad_o, h_value.to(math).transpose(-2, -1));
+      const at::Tensor row = grad_o.mul(h_out.to(math)).sum(-1, true);
       h_grad_bias.copy_(
           probs.mul(grad_probs.sub(row)).sum_to_size(h_bias.sizes()));
     }

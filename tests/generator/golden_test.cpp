@@ -1,6 +1,7 @@
 // Golden cases: tests/golden/<case>/specs is generated with the real accgen
 // binary, and the files the backend model drives (the registrations and
-// configuration under csrc/, the kernel starters under kernels/) must equal
+// configuration under csrc/, the kernel starters under kernels/, the
+// conformance suite's tests/conformance/backend_spec.py) must equal
 // tests/golden/<case>/expected, byte for byte. The files that are the same
 // for every spec (build files, the package's __init__.py, the manifest) are
 // checked once, in generated_example/ (`accgen generate --check` in CI). A
@@ -27,7 +28,8 @@ const fs::path kGoldenDir = fs::path(ACCGEN_SOURCE_DIR) / "tests" / "golden";
 
 // The files of a generated tree that the backend model decides.
 bool modelDriven(const std::string& path) {
-  return path.rfind("csrc/", 0) == 0 || path.rfind("kernels/", 0) == 0;
+  return path.rfind("csrc/", 0) == 0 || path.rfind("kernels/", 0) == 0 ||
+         path == "tests/conformance/backend_spec.py";
 }
 
 std::map<std::string, std::string> readTree(const fs::path& root) {

@@ -147,6 +147,22 @@ def test_project_smoke_tests_pass(second_backend):
     assert " passed" in r.stdout, r.stdout
 
 
+def test_generated_conformance_suite_passes(second_backend):
+    # The suite `accgen generate` wrote under tests/conformance/, sharded
+    # over the backend's two devices, as the project's CI runs it.
+    project = second_backend.parent / "second"
+    assert (project / "tests" / "conformance" / "backend_spec.py").is_file()
+    r = drive(second_backend, f"""
+        import sys, pytest
+        sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-n", "2",
+                              {str(project / "tests" / "conformance")!r}]))
+    """)
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
+    summary = r.stdout.strip().splitlines()[-1]
+    assert " passed" in summary and "failed" not in summary, summary
+    print(f"init backend conformance: {summary}")
+
+
 def test_noop_regeneration_rebuilds_nothing(second_backend):
     # A no-op `accgen generate` leaves every file's bytes and mtime as they
     # were, so the backend's own build tree has nothing to do afterwards.

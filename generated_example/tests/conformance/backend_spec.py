@@ -3,7 +3,8 @@
 """What the specs say about the accel backend: the facts its conformance
 suite tests against. Every function the backend registers is one entry of
 OPERATORS: (function, kind, form, the operators.yaml entry that registers
-it, the dtypes it supports)."""
+it, the dtypes it supports). Kind "hook": the hook operators the runtime
+registers on every backend (convolution, fused attention, RNN cells)."""
 
 DEVICE = "accel"
 PACKAGE = "torch_accel"
@@ -294,6 +295,14 @@ OPERATORS = (
     ("view", "builtin", "functional", "view", DTYPES),
     ("where.self", "emulate", "functional", "where.self", DTYPES),
     ("where.self_out", "emulate", "out", "where.self", DTYPES),
+    ("_scaled_dot_product_fused_attention_overrideable", "hook", "functional", "_scaled_dot_product_fused_attention_overrideable", ("float32", "float64", "float16", "bfloat16", )),
+    ("_scaled_dot_product_fused_attention_overrideable_backward", "hook", "functional", "_scaled_dot_product_fused_attention_overrideable_backward", ("float32", "float64", "float16", "bfloat16", )),
+    ("_thnn_fused_gru_cell", "hook", "functional", "_thnn_fused_gru_cell", ("float32", "float64", "float16", "bfloat16", )),
+    ("_thnn_fused_gru_cell_backward", "hook", "functional", "_thnn_fused_gru_cell_backward", ("float32", "float64", "float16", "bfloat16", )),
+    ("_thnn_fused_lstm_cell", "hook", "functional", "_thnn_fused_lstm_cell", ("float32", "float64", "float16", "bfloat16", )),
+    ("_thnn_fused_lstm_cell_backward_impl", "hook", "functional", "_thnn_fused_lstm_cell_backward_impl", ("float32", "float64", "float16", "bfloat16", )),
+    ("convolution_backward_overrideable", "hook", "functional", "convolution_backward_overrideable", ("float32", "float64", "float16", "bfloat16", )),
+    ("convolution_overrideable", "hook", "functional", "convolution_overrideable", ("float32", "float64", "float16", "bfloat16", )),
 )
 
 # custom: (qualified name, Meta kernel, autograd, reference or None).
