@@ -3,7 +3,9 @@
 # accgen, the emulator and the tests, runs the gtest suites (plain and under
 # AddressSanitizer + UBSan), fuzzes accgen's input parsers for a short while,
 # checks generated_example/ against the specs, builds the documentation site,
-# builds and installs the example backend and drives it with pytest.
+# builds and installs the example backend and drives it with pytest: its
+# generated conformance suite (also on a build under ASan + UBSan) and this
+# repository's suites.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -55,6 +57,9 @@ fi
 
 echo "== the example's generated conformance suite (two workers, one device each)"
 (cd generated_example && "$PY" -m pytest -q -p no:cacheprovider tests/conformance -n 2)
+
+echo "== the example backend under ASan + UBSan, its conformance suite"
+bash scripts/test_backend_sanitizers.sh short
 
 echo "== pytest"
 # test_schema_compile.py is the all-operator signature proof; ctest ran it

@@ -6,7 +6,9 @@
 #   scripts/test_emulator_sanitizers.sh [asan|tsan|all] [-- gtest args...]
 #
 # The generator is not built (ACCGEN_BUILD_GENERATOR=OFF), only the emulator
-# and emulator_tests. The death tests that expect SIGSEGV from a host access
+# with emulator_tests, and the runtime's tests (runtime_tests: a backend
+# compiled from the runtime's sources, driven through libtorch from many
+# threads). The death tests that expect SIGSEGV from a host access
 # to device memory accept the sanitizer's own SEGV report instead of the
 # signal (see tests/emulator/guard_test.cpp). Exit status: non-zero if any
 # build or suite failed.
@@ -31,7 +33,7 @@ run_one() {
     -DACCGEN_BUILD_BENCH=OFF \
     -DACCGEN_SANITIZE="$sanitize" >/dev/null
   echo "== $name: build"
-  cmake --build "$build" --target emulator_tests -j "$jobs"
+  cmake --build "$build" --target emulator_tests runtime_tests -j "$jobs"
   echo "== $name: run"
   # halt_on_error everywhere: a report fails the suite instead of scrolling by.
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=1:strict_init_order=1} \
@@ -39,6 +41,15 @@ run_one() {
   TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
   ACCGEN_EMU_PROTECT=${ACCGEN_EMU_PROTECT:-1} \
     "$build/bin/emulator_tests" "${gtest_args[@]}"
+  # The runtime's shared paths (streams, allocator, events, generators) from
+  # many threads at once, and the allocator tests; torch itself is not
+  # instrumented, so leak checking stays off here.
+  echo "== $name: runtime"
+  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} \
+  UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
+  TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
+  ACCGEN_EMU_PROTECT=${ACCGEN_EMU_PROTECT:-1} \
+    "$build/bin/runtime_tests" --gtest_filter='Concurrency.*:Allocator.*:Tensors.*:Operators.*'
 }
 
 case "$which" in

@@ -457,6 +457,49 @@ TEST_F(CliHardening, SymlinkLoopAndDirectory) {
       << r.err;
 }
 
+// A spec or lock the user may not read is a located error (exit 3), never
+// an empty file. Root reads everything, so as root accgen runs as the user
+// nobody (setpriv), against a copy of torch's native_functions.yaml it can
+// read.
+TEST_F(CliHardening, UnreadableSpecsAndLock) {
+  std::string prefix = "timeout 60";
+  if (::geteuid() == 0) {
+    if (std::system("command -v setpriv >/dev/null 2>&1") != 0) {
+      GTEST_SKIP() << "running as root without setpriv to drop privileges";
+    }
+    prefix += " setpriv --reuid=65534 --regid=65534 --clear-groups";
+  }
+  FILE* pipe = ::popen(
+      "python3 -c 'import pathlib, torchgen; print(pathlib.Path("
+      "torchgen.__file__).parent / \"packaged/ATen/native/"
+      "native_functions.yaml\")' 2>/dev/null",
+      "r");
+  ASSERT_NE(pipe, nullptr);
+  char line[4096] = {0};
+  const bool got = std::fgets(line, sizeof(line), pipe) != nullptr;
+  ::pclose(pipe);
+  std::string schemas = got ? std::string(line) : "";
+  while (!schemas.empty() && schemas.back() == '\n')
+    schemas.pop_back();
+  if (schemas.empty() || !fs::exists(schemas)) {
+    GTEST_SKIP() << "torchgen's native_functions.yaml not found";
+  }
+  fs::copy_file(schemas, dir_ / "nf.yaml");
+  for (const char* name :
+       {"backend.yaml", "operators.yaml", "autocast.yaml", "accgen.lock"}) {
+    const fs::path file = dir_ / "specs" / name;
+    fs::permissions(file, fs::perms::none);
+    Result r = accgen("validate --specs specs --schemas nf.yaml", dir_, prefix);
+    fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write |
+                              fs::perms::group_read | fs::perms::others_read);
+    EXPECT_EQ(r.code, 3) << name << ": " << r.err;
+    EXPECT_NE(r.err.find(std::string("specs/") + name +
+                         ": error: cannot read file: Permission denied"),
+              std::string::npos)
+        << name << ": " << r.err;
+  }
+}
+
 TEST_F(CliHardening, LockThatIsAFifoOrADirectory) {
   ASSERT_EQ(::mkfifo(spec("accgen.lock").c_str(), 0644), 0);
   Result v = run("validate --specs specs");

@@ -4,11 +4,18 @@
 // without Python. The library registers the device when it loads.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <deque>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/core/Event.h>
+#include <c10/core/StreamGuard.h>
 
 #include <accgen/runtime/Registration.h>
 #include <accgen/runtime/Runtime.h>
@@ -168,6 +175,90 @@ TEST(Allocator, WithoutCachingFreedBlocksReturnToTheDriver) {
   const auto stats = getDeviceAllocator()->getDeviceStats(0);
   EXPECT_EQ(stats.reserved_bytes[aggregate].current, 0);
   EXPECT_EQ(stats.num_device_free, frees + 1);
+}
+
+// Many threads at once allocate, copy and launch, each on streams of both
+// priorities on its device, wait on one another's events, draw random
+// numbers, free tensors another thread made, and empty the cache while the
+// others allocate: every path the runtime shares between threads (stream
+// pools, the caching allocator with recorded streams, events, generators,
+// the driver). scripts/test_emulator_sanitizers.sh runs it under
+// ThreadSanitizer and AddressSanitizer.
+TEST(Concurrency, ManyThreadsAllocateCopyAndLaunchOnSeveralStreams) {
+  constexpr int kThreads = 8;
+  constexpr int kRounds = 30;
+  getDeviceAllocator()->emptyCache();
+  const std::int64_t before0 = allocatedBytes(0);
+  const std::int64_t before1 = allocatedBytes(1);
+  std::atomic<int> wrong{0};
+  std::atomic<int> errors{0};
+  std::mutex handoff_mutex;
+  std::deque<at::Tensor> handoff;  // freed by whichever thread comes next
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        const c10::Device device(c10::DeviceType::PrivateUse1,
+                                 static_cast<c10::DeviceIndex>(t % 2));
+        const c10::DeviceGuard device_guard(device);
+        const auto on_device = at::TensorOptions().device(device);
+        for (int round = 0; round < kRounds; ++round) {
+          const c10::Stream stream =
+              getStreamFromPool(device.index(), round % 2 == 0 ? 0 : -1);
+          const c10::StreamGuard stream_guard(stream);
+          const at::Tensor host =
+              at::full({16 + round, 9}, static_cast<float>(t * 100 + round));
+          const at::Tensor d = host.to(device);
+          at::Tensor product = d * d;          // emulated, on `stream`
+          const at::Tensor sum = product + d;  // the CPU fallback
+          // Another stream uses the product after an event of this one.
+          const c10::Stream other = getStreamFromPool(device.index());
+          c10::Event done(c10::DeviceType::PrivateUse1);
+          done.record(stream);
+          done.block(other);
+          recordStream(product.storage().data_ptr(), other);
+          if (!at::equal(sum.cpu(), host * host + host)) {
+            ++wrong;
+          }
+          const at::Tensor noise = at::randn({32}, on_device);
+          if (noise.cpu().isnan().any().item<bool>()) {
+            ++wrong;
+          }
+          {
+            const std::lock_guard<std::mutex> lock(handoff_mutex);
+            handoff.push_back(std::move(product));
+            if (handoff.size() > 5) {
+              handoff.pop_front();
+            }
+          }
+          if (t == 0 && round % 7 == 0) {
+            getDeviceAllocator()->emptyCache();
+          }
+        }
+        getCurrentStream(device.index()).synchronize();
+      } catch (const std::exception& error) {
+        ADD_FAILURE() << "thread " << t << ": " << error.what();
+        ++errors;
+      }
+    });
+  }
+  for (std::thread& thread : threads) {
+    thread.join();
+  }
+  handoff.clear();
+  // Blocks used on a recorded stream return once its work is done: empty
+  // the cache after the devices finished everything.
+  for (c10::DeviceIndex device = 0; device < 2; ++device) {
+    const c10::DeviceGuard guard(
+        c10::Device(c10::DeviceType::PrivateUse1, device));
+    c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)
+        ->synchronizeDevice(device);
+  }
+  getDeviceAllocator()->emptyCache();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(allocatedBytes(0), before0);
+  EXPECT_EQ(allocatedBytes(1), before1);
 }
 
 }  // namespace
