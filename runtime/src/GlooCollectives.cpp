@@ -561,18 +561,39 @@ accError_t accAllToAllv(const void* sendbuf, const size_t* sendcounts,
           }
           return parts;
         };
+        // Chunks that follow one another from the start of the buffer are
+        // already what Gloo takes: one view of the buffer, no packing.
+        const auto packed = [&](std::size_t counts, std::size_t displs) {
+          std::size_t next = 0;
+          for (std::size_t r = 0; r < size; ++r) {
+            if (layout[displs * size + r] != next) return false;
+            next += layout[counts * size + r];
+          }
+          return true;
+        };
+        const auto whole = [&](const void* data, std::size_t counts) {
+          std::size_t total = 0;
+          for (std::size_t r = 0; r < size; ++r) {
+            total += layout[counts * size + r];
+          }
+          return view(data, total, datatype);
+        };
         std::vector<int64_t> send_splits;
         std::vector<int64_t> recv_splits;
         const std::vector<at::Tensor> send_parts =
             chunks(sendbuf, 0, 1, send_splits);
         const std::vector<at::Tensor> recv_parts =
             chunks(recvbuf, 2, 3, recv_splits);
-        at::Tensor input = at::cat(send_parts);
-        at::Tensor output = at::cat(recv_parts);
+        const bool recv_packed = packed(2, 3);
+        at::Tensor input =
+            packed(0, 1) ? whole(sendbuf, 0) : at::cat(send_parts);
+        at::Tensor output =
+            recv_packed ? whole(recvbuf, 2) : at::cat(recv_parts);
         // alltoall_base may move from its split arguments: give it copies.
         std::vector<int64_t> output_splits = recv_splits;
         std::vector<int64_t> input_splits = send_splits;
         gloo.alltoall_base(output, input, output_splits, input_splits)->wait();
+        if (recv_packed) return;
         int64_t offset = 0;
         for (std::size_t r = 0; r < size; ++r) {
           recv_parts[r].copy_(output.narrow(0, offset, recv_splits[r]));
