@@ -119,6 +119,7 @@ def _written(func: Any) -> list[str]:
             if a.alias_info is not None and a.alias_info.is_write]
 
 
+@functools.lru_cache(maxsize=None)
 def functional_of(func: Any) -> Optional[Any]:
     """The functional overload taking `func`'s inputs: `func` itself, the
     overload `sub.Tensor` of `sub_.Tensor` or of `sub.out`, or None."""
@@ -208,19 +209,24 @@ def _move(value: Any, device: str, noncontiguous: bool = False) -> Any:
     return tree_map(one, value)
 
 
+def _paired_leaves(got: Any, want: Any, what: str) -> list:
+    """The values of `got` and `want` side by side; their counts must match."""
+    got_leaves, _ = tree_flatten(got)
+    want_leaves, _ = tree_flatten(want)
+    if len(got_leaves) != len(want_leaves):
+        raise ConformanceError(
+            f"{what}: {len(got_leaves)} values against the "
+            f"{len(want_leaves)} expected")
+    return list(zip(got_leaves, want_leaves))
+
+
 def _assert_same(got: Any, want: Any, device: str, what: str,
                  loose: bool = False) -> None:
     """`got` (device) against `want` (CPU): the same structure, devices,
     shapes, dtypes, and values within the tolerances of their dtype; `loose`
     allows the rounding of a fused kernel against a decomposed one in 16-bit
     dtypes."""
-    got_leaves, _ = tree_flatten(got)
-    want_leaves, _ = tree_flatten(want)
-    if len(got_leaves) != len(want_leaves):
-        raise ConformanceError(
-            f"{what}: {len(got_leaves)} values against the CPU's "
-            f"{len(want_leaves)}")
-    for index, (g, w) in enumerate(zip(got_leaves, want_leaves)):
+    for index, (g, w) in enumerate(_paired_leaves(got, want, what)):
         label = f"{what}, value {index}"
         if isinstance(w, torch.Tensor):
             if not isinstance(g, torch.Tensor):
@@ -251,12 +257,7 @@ def _assert_same(got: Any, want: Any, device: str, what: str,
 
 
 def _assert_same_metadata(got: Any, want: Any, device: str, what: str) -> None:
-    got_leaves, _ = tree_flatten(got)
-    want_leaves, _ = tree_flatten(want)
-    if len(got_leaves) != len(want_leaves):
-        raise ConformanceError(f"{what}: {len(got_leaves)} values against "
-                               f"{len(want_leaves)}")
-    for index, (g, w) in enumerate(zip(got_leaves, want_leaves)):
+    for index, (g, w) in enumerate(_paired_leaves(got, want, what)):
         if isinstance(w, torch.Tensor):
             if (not isinstance(g, torch.Tensor) or g.shape != w.shape
                     or g.dtype != w.dtype
@@ -1110,6 +1111,29 @@ _BUILTIN_CHECKS: dict[str, Callable] = {
     "as_strided": _check_views,
     "_reshape_alias": _check_views,
 }
+
+
+# The families of the suite: pytest markers.
+MARKERS = {
+    "operators": "every function the backend registers, against the CPU",
+    "custom": "the custom operators, against their reference or Meta kernel",
+    "autocast": "the autocast policy of every operator autocast.yaml lists",
+    "runtime": "devices, streams, events, memory, RNG, serialization",
+    "compile": "torch.compile on the device",
+    "distributed": "torch.distributed on the device",
+}
+
+
+def configure(config: Any, spec: Any) -> None:
+    """pytest_configure of a backend's suite: the markers, and under
+    pytest-xdist a device of its own for each worker (worker i takes device
+    i modulo the device count)."""
+    for name, what in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {what}")
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if worker.startswith("gw"):
+        package = importlib.import_module(spec.PACKAGE)
+        package.set_device(int(worker[2:]) % package.device_count())
 
 
 @functools.lru_cache(maxsize=None)

@@ -13,7 +13,6 @@ distributed. Under pytest-xdist every worker takes a device of its own
 (worker i uses device i modulo the device count).
 """
 import importlib
-import os
 import pathlib
 import sys
 
@@ -24,21 +23,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import backend_spec  # noqa: E402
 
-MARKERS = {
-    "operators": "every function the backend registers, against the CPU",
-    "custom": "the custom operators, against their reference or Meta kernel",
-    "autocast": "the autocast policy of every operator autocast.yaml lists",
-    "runtime": "devices, streams, events, memory, RNG, serialization",
-    "compile": "torch.compile on the device",
-    "distributed": "torch.distributed on the device",
-}
-
 
 def pytest_configure(config):
-    for name, what in MARKERS.items():
-        config.addinivalue_line("markers", f"{name}: {what}")
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    if worker.startswith("gw"):
-        package = importlib.import_module(backend_spec.PACKAGE)
-        package.set_device(int(worker[2:]) % package.device_count())
-
+    importlib.import_module(backend_spec.PACKAGE + "._conformance").configure(
+        config, backend_spec)
