@@ -58,8 +58,15 @@ std::string shapeName(const model::Registration& r) {
 json emulateEntry(const model::Registration& r,
                   std::vector<std::string>& headers, json& shapes) {
   const schema::NativeFunction& fn = *r.function;
-  json entry = {{"name", r.fullName()}, {"via_out", false}, {"out", ""},
-                {"shape", ""},          {"hook", ""},       {"is_hook", false}};
+  json entry = {{"name", r.fullName()},
+                {"via_out", false},
+                {"out", ""},
+                {"shape", ""},
+                {"hook", ""},
+                {"is_hook", false},
+                {"ops", ops::opsStruct(r.schema())},
+                {"out_ops", ""}};
+  headers.push_back(ops::opsHeader(r.schema()));
   // Shapes that depend on the data (index with a boolean mask) have no
   // meta function that could give them ahead of the kernel.
   const bool dynamic_shape = std::find(fn.tags.begin(), fn.tags.end(),
@@ -68,6 +75,10 @@ json emulateEntry(const model::Registration& r,
       !dynamic_shape) {
     entry["via_out"] = true;
     entry["out"] = fn.structured_delegate;
+    // "addmm.out" -> at::_ops::addmm_out, declared in the same header.
+    std::string out_ops = "at::_ops::" + fn.structured_delegate;
+    std::replace(out_ops.begin(), out_ops.end(), '.', '_');
+    entry["out_ops"] = out_ops;
     entry["shape"] = shapeName(r);
     headers.push_back(ops::metaHeader(r.schema()));
     shapes.push_back({{"name", r.fullName()},
@@ -81,8 +92,8 @@ json emulateEntry(const model::Registration& r,
 // The entry of a hook operator (Note [Hook operators] in
 // runtime/include/accgen/runtime/HookOps.h): the runtime's function.
 json hookEntry(const std::string& name, const char* function) {
-  return {{"name", name}, {"via_out", false}, {"out", ""},
-          {"shape", ""},  {"hook", function}, {"is_hook", true}};
+  return {{"name", name},     {"via_out", false}, {"out", ""}, {"shape", ""},
+          {"hook", function}, {"is_hook", true},  {"ops", ""}, {"out_ops", ""}};
 }
 
 // The emulated operators, and the hook operators the spec does not give a

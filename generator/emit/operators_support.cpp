@@ -25,7 +25,12 @@ std::string opsStruct(const schema::FunctionSchema& schema) {
 }
 
 std::string opsHeader(const schema::FunctionSchema& schema) {
-  return "ATen/ops/" + schema.baseName() + "_ops.h";
+  // Named after the group's root: normal_functional is in normal_ops.h.
+  std::string root = schema.baseName();
+  constexpr std::string_view kFunctional = "_functional";
+  if (root.ends_with(kFunctional))
+    root.resize(root.size() - kFunctional.size());
+  return "ATen/ops/" + root + "_ops.h";
 }
 
 std::string metaHeader(const schema::FunctionSchema& schema) {

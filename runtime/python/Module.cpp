@@ -265,7 +265,15 @@ PYBIND11_MODULE(_C, m) {
         nullptr, 0));
   });
   m.def("_launch_compiled", &launchCompiled);
-  m.def("_begin_exit", &emulate::beginExit);
+  m.def("_begin_exit", [] {
+    // Note [Exit with device work in flight]: a thread that waits for the
+    // GIL after a device operator gets it now, returns to Python and parks
+    // in its next device kernel, before the interpreter finalizes.
+    if (emulate::beginExit()) {
+      const py::gil_scoped_release release;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
   m.def("_distributed_backend_name", &distributedBackendName);
   m.def("_drain_collectives", [] {
     // Note [Exit with device work in flight]: the GIL is released, which

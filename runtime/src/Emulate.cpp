@@ -38,6 +38,9 @@ namespace {
 constexpr c10::DispatchKeySet kCpuKeys{c10::DispatchKey::CPU};
 constexpr c10::DispatchKeySet kMetaKeys{c10::DispatchKey::Meta};
 
+using detail::AliasSet;
+using detail::ShapeCache;
+
 bool isDeviceTensor(const at::Tensor& t) {
   return t.defined() && t.device().type() == kDeviceType;
 }
@@ -154,132 +157,6 @@ void copyAsync(void* device_data, at::Tensor host, std::size_t nbytes) {
           HostToDevice{device_data, std::move(host), nbytes}),
       buffers);
 }
-
-// The device tensors of one call and their host aliases. Device tensors
-// that share a storage get aliases that share one host storage, so the CPU
-// kernel's overlap checks see what the device tensors share.
-class AliasSet {
- public:
-  at::Tensor alias(const at::Tensor& device, bool written) {
-    if (device_ < 0) {
-      device_ = device.device().index();
-    } else {
-      // What the device-generic kernels of other backends check: the
-      // emulation would otherwise compute across devices without a word.
-      TORCH_CHECK(device.device().index() == device_,
-                  "Expected all tensors to be on the same device, but found "
-                  "at least two devices, ",
-                  c10::Device(kDeviceType, device_), " and ", device.device(),
-                  "!");
-    }
-    c10::StorageImpl* impl = device.storage().unsafeGetStorageImpl();
-    checkInBounds(device);
-    c10::Storage host_storage;
-    for (const auto& [known, host] : storages_) {
-      if (known == impl) {
-        host_storage = host;
-        break;
-      }
-    }
-    if (!host_storage) {
-      void* data = impl->mutable_data();
-      // Resizable through the CPU allocator: an out= argument that the CPU
-      // kernel grows moves to host memory and is copied back once.
-      host_storage = c10::Storage(c10::make_intrusive<c10::StorageImpl>(
-          c10::StorageImpl::use_byte_size_t(), impl->nbytes(),
-          c10::DataPtr(data, c10::Device(c10::kCPU)),
-          c10::GetAllocator(c10::kCPU), /*resizable=*/true));
-      storages_.emplace_back(impl, host_storage);
-      if (data != nullptr) {
-        buffers_.push_back(data);
-      }
-    }
-    auto host =
-        tensorOver(host_storage, c10::DispatchKey::CPU, device.dtype(),
-                   device.sizes(), device.strides(), device.storage_offset());
-    entries_.push_back({device, host, impl->data(), written});
-    return host;
-  }
-
-  // Gives written arguments the geometry the CPU kernel gave their aliases
-  // (an out= argument it resized), and their bytes when it moved them;
-  // true when it moved one.
-  bool reconcileWritten() {
-    bool moved_any = false;
-    for (auto& e : entries_) {
-      if (!e.written) {
-        continue;
-      }
-      c10::TensorImpl* host = e.host.unsafeGetTensorImpl();
-      c10::TensorImpl* dev = e.device.unsafeGetTensorImpl();
-      const bool moved = e.host.storage().data() != e.device_data;
-      moved_any = moved_any || moved;
-      if (moved) {
-        c10::DeviceGuard guard(e.device.device());
-        c10::StorageImpl* storage = e.device.storage().unsafeGetStorageImpl();
-        const std::size_t nbytes = e.host.storage().nbytes();
-        resizeStorageBytes(storage, nbytes);
-        if (nbytes > 0) {
-          at::Tensor bytes = tensorOver(e.host.storage(), c10::DispatchKey::CPU,
-                                        caffe2::TypeMeta::Make<uint8_t>(),
-                                        {static_cast<int64_t>(nbytes)}, {1}, 0);
-          copyAsync(storage->mutable_data(), std::move(bytes), nbytes);
-        }
-      }
-      if (moved || host->sizes() != dev->sizes() ||
-          host->strides() != dev->strides() ||
-          host->storage_offset() != dev->storage_offset()) {
-        dev->set_sizes_and_strides(host->sizes(), host->strides(),
-                                   host->storage_offset());
-      }
-    }
-    return moved_any;
-  }
-
-  // The device tensor for a result of the CPU kernel: the argument it is,
-  // a view of the argument it views, or a copy of fresh host memory.
-  at::Tensor toDevice(const at::Tensor& result) {
-    if (!result.defined() || result.device().type() != c10::kCPU) {
-      return result;
-    }
-    for (const auto& e : entries_) {
-      if (e.host.unsafeGetTensorImpl() == result.unsafeGetTensorImpl()) {
-        return e.device;
-      }
-    }
-    const c10::StorageImpl* storage = result.storage().unsafeGetStorageImpl();
-    for (const auto& e : entries_) {
-      if (e.host.storage().unsafeGetStorageImpl() == storage &&
-          storage->data() == e.device.storage().data()) {
-        return tensorOver(e.device.storage(), c10::DispatchKey::PrivateUse1,
-                          result.dtype(), result.sizes(), result.strides(),
-                          result.storage_offset());
-      }
-    }
-    return copyToDevice(result, c10::Device(kDeviceType, device_));
-  }
-
-  c10::DeviceIndex device() const { return device_; }
-  void setDeviceIfUnset(c10::DeviceIndex device) {
-    if (device_ < 0) {
-      device_ = device;
-    }
-  }
-  c10::ArrayRef<const void*> buffers() const { return buffers_; }
-
- private:
-  struct Entry {
-    at::Tensor device;
-    at::Tensor host;
-    const void* device_data;
-    bool written;
-  };
-
-  c10::SmallVector<std::pair<c10::StorageImpl*, c10::Storage>, 4> storages_;
-  c10::SmallVector<Entry, 4> entries_;
-  c10::SmallVector<const void*, 4> buffers_;
-  c10::DeviceIndex device_ = -1;
-};
 
 // The tensor argument `value` of `kind` (Tensor, Tensor[] or Tensor?[]) with
 // each device tensor it holds replaced by fn(tensor), in `mapped`; false
@@ -404,8 +281,17 @@ accError_t runLaunch(void* user_data) {
 // the device module calls beginExit), any other thread that reaches a
 // device kernel, or returns from one, parks for good with the GIL released;
 // the process then exits around it. The exiting thread itself carries on.
+// A thread that returned from its kernel just before exit began, and so
+// waits for the GIL inside torch's binding, would still be ended there: the
+// exiting thread therefore lets go of the GIL for a moment when other
+// threads have used the device (beginExit's caller, the device module's
+// atexit handler), so that such a thread gets back to Python and parks in
+// its next device kernel before the interpreter finalizes.
 std::atomic<bool> g_exiting{false};
 std::atomic<std::thread::id> g_exit_thread{};
+// Threads that launched device kernels, each counted once.
+std::atomic<int> g_device_threads{0};
+thread_local bool tls_device_thread = false;
 
 void parkIfExiting() {
   if (C10_UNLIKELY(g_exiting.load(std::memory_order_acquire)) &&
@@ -421,6 +307,10 @@ void parkIfExiting() {
 bool launchAndWait(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
                    c10::function_ref<void()> fn, bool fresh_results) {
   parkIfExiting();
+  if (C10_UNLIKELY(!tls_device_thread)) {
+    tls_device_thread = true;
+    g_device_threads.fetch_add(1, std::memory_order_relaxed);
+  }
   Launch launch{fn, nullptr, {}};
   launch.warnings.fresh_results = fresh_results;
   // The CPU kernel reads this frame: a synchronous launch, which runs it on
@@ -488,44 +378,6 @@ bool runDirect(const c10::OperatorHandle& op, const Plan& plan,
 // or the value itself. Calls with arguments of other kinds (lists of
 // tensors, strings, generators, complex numbers, symbolic integers) are not
 // keyed and always compute.
-class ShapeCache {
- public:
-  using Key = c10::SmallVector<int64_t, 32>;
-  struct Result {
-    c10::SmallVector<int64_t, 5> sizes;
-    c10::SmallVector<int64_t, 5> strides;
-    c10::ScalarType dtype;
-  };
-  using Results = c10::SmallVector<Result, 1>;
-
-  bool lookup(const Key& key, Results& out) const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& [known, results] : entries_) {
-      if (known == key) {
-        out = results;
-        return true;
-      }
-    }
-    return false;
-  }
-
-  void insert(Key key, const Results& results) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (entries_.size() < kEntries) {
-      entries_.emplace_back(std::move(key), results);
-      return;
-    }
-    entries_[next_] = {std::move(key), results};
-    next_ = (next_ + 1) % kEntries;
-  }
-
- private:
-  static constexpr std::size_t kEntries = 8;
-  mutable std::mutex mutex_;
-  std::vector<std::pair<Key, Results>> entries_;
-  std::size_t next_ = 0;
-};
-
 // Appends the key of a non-tensor argument; false for kinds not keyed.
 bool keyValue(const c10::IValue& v, ShapeCache::Key& key) {
   auto list = [&key](int64_t tag, const auto& values, auto bits) {
@@ -672,32 +524,19 @@ torch::jit::Stack metaArguments(const Plan& plan,
 // false when an argument is not keyed.
 bool shapeKey(const Plan& plan, const torch::jit::Stack& stack,
               ShapeCache::Key& key) {
-  key.push_back(static_cast<int64_t>(c10::get_default_dtype_as_scalartype()));
-  key.push_back(static_cast<int64_t>(
-      c10::typeMetaToScalarType(c10::get_default_complex_dtype())));
+  detail::keyDefaults(key);
   const std::size_t n = plan.kinds.size();
   const std::size_t base = stack.size() - n;
   for (std::size_t i = 0; i < n; ++i) {
     const c10::IValue& value = stack[base + i];
     switch (plan.kinds[i]) {
       case ArgKind::kTensor: {
-        if (value.isNone() || !value.toTensor().defined()) {
-          key.push_back(20);
-          break;
-        }
-        const at::Tensor& t = value.toTensor();
-        if (t.layout() != c10::kStrided) {
+        const bool keyed =
+            value.isNone() ? detail::keyArg(key, std::optional<at::Tensor>())
+                           : detail::keyArg(key, value.toTensor());
+        if (!keyed) {
           return false;
         }
-        const int64_t flags =
-            (t.unsafeGetTensorImpl()->is_wrapped_number() ? 1 : 0) |
-            (t.is_conj() ? 2 : 0) | (t.is_neg() ? 4 : 0);
-        key.insert(key.end(),
-                   {21, static_cast<int64_t>(t.device().type()),
-                    static_cast<int64_t>(t.scalar_type()), flags, t.dim()});
-        key.append(t.sizes().begin(), t.sizes().end());
-        key.append(t.strides().begin(), t.strides().end());
-        key.push_back(t.storage_offset());
         break;
       }
       case ArgKind::kDevice:
@@ -758,10 +597,7 @@ ViaOut runViaOut(const c10::OperatorHandle& op, const c10::OperatorHandle& out,
       op.redispatchBoxed(kMetaKeys, &meta);
     }
     for (const c10::IValue& r : meta) {
-      const at::Tensor& m = r.toTensor();
-      shapes.push_back({c10::SmallVector<int64_t, 5>(m.sizes()),
-                        c10::SmallVector<int64_t, 5>(m.strides()),
-                        m.scalar_type()});
+      detail::collectShapes(r.toTensor(), shapes);
     }
     if (keyed) {
       plan.shapes.insert(std::move(key), shapes);
@@ -771,11 +607,7 @@ ViaOut runViaOut(const c10::OperatorHandle& op, const c10::OperatorHandle& out,
   c10::DeviceGuard guard(target);
   c10::SmallVector<at::Tensor, 2> results;
   for (const ShapeCache::Result& r : shapes) {
-    // Straight from the allocator: the dispatcher's round trip through
-    // empty_strided is a measurable part of a small operator's time.
-    results.push_back(at::detail::empty_strided_generic(
-        r.sizes, r.strides, getDeviceAllocator(),
-        c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), r.dtype));
+    results.push_back(detail::allocateResult(r));
   }
 
   torch::jit::Stack out_stack;
@@ -1131,9 +963,11 @@ at::Tensor metaTensor(const at::Tensor& t) {
   return metaOf(t);
 }
 
-void beginExit() noexcept {
+bool beginExit() noexcept {
   g_exit_thread.store(std::this_thread::get_id());
   g_exiting.store(true, std::memory_order_release);
+  return g_device_threads.load(std::memory_order_relaxed) >
+         (tls_device_thread ? 1 : 0);
 }
 
 void runOnDevice(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
@@ -1240,6 +1074,280 @@ std::vector<std::pair<std::string, int64_t>> fallbackCalls() {
       });
   return calls;
 }
+
+namespace detail {
+
+at::Tensor AliasSet::alias(const at::Tensor& device, bool written,
+                           bool borrowed) {
+  if (device_ < 0) {
+    device_ = device.device().index();
+  } else {
+    // What the device-generic kernels of other backends check: the
+    // emulation would otherwise compute across devices without a word.
+    TORCH_CHECK(device.device().index() == device_,
+                "Expected all tensors to be on the same device, but found "
+                "at least two devices, ",
+                c10::Device(kDeviceType, device_), " and ", device.device(),
+                "!");
+  }
+  c10::StorageImpl* impl = device.storage().unsafeGetStorageImpl();
+  checkInBounds(device);
+  c10::Storage host_storage;
+  for (const auto& [known, host] : storages_) {
+    if (known == impl) {
+      host_storage = host;
+      break;
+    }
+  }
+  if (!host_storage) {
+    void* data = impl->mutable_data();
+    // Resizable through the CPU allocator: an out= argument that the CPU
+    // kernel grows moves to host memory and is copied back once.
+    host_storage = c10::Storage(c10::make_intrusive<c10::StorageImpl>(
+        c10::StorageImpl::use_byte_size_t(), impl->nbytes(),
+        c10::DataPtr(data, c10::Device(c10::kCPU)),
+        c10::GetAllocator(c10::kCPU), /*resizable=*/true));
+    storages_.emplace_back(impl, host_storage);
+    if (data != nullptr) {
+      buffers_.push_back(data);
+    }
+  }
+  auto host =
+      tensorOver(host_storage, c10::DispatchKey::CPU, device.dtype(),
+                 device.sizes(), device.strides(), device.storage_offset());
+  entries_.push_back(
+      {borrowed ? c10::MaybeOwned<at::Tensor>::borrowed(device)
+                : c10::MaybeOwned<at::Tensor>::owned(std::in_place, device),
+       host, impl->data(), written});
+  return host;
+}
+
+bool AliasSet::reconcileWritten() {
+  bool moved_any = false;
+  for (auto& e : entries_) {
+    if (!e.written) {
+      continue;
+    }
+    c10::TensorImpl* host = e.host.unsafeGetTensorImpl();
+    c10::TensorImpl* dev = e.device->unsafeGetTensorImpl();
+    const bool moved = e.host.storage().data() != e.device_data;
+    moved_any = moved_any || moved;
+    if (moved) {
+      c10::DeviceGuard guard(e.device->device());
+      c10::StorageImpl* storage = e.device->storage().unsafeGetStorageImpl();
+      const std::size_t nbytes = e.host.storage().nbytes();
+      resizeStorageBytes(storage, nbytes);
+      if (nbytes > 0) {
+        at::Tensor bytes = tensorOver(e.host.storage(), c10::DispatchKey::CPU,
+                                      caffe2::TypeMeta::Make<uint8_t>(),
+                                      {static_cast<int64_t>(nbytes)}, {1}, 0);
+        copyAsync(storage->mutable_data(), std::move(bytes), nbytes);
+      }
+    }
+    if (moved || host->sizes() != dev->sizes() ||
+        host->strides() != dev->strides() ||
+        host->storage_offset() != dev->storage_offset()) {
+      dev->set_sizes_and_strides(host->sizes(), host->strides(),
+                                 host->storage_offset());
+    }
+  }
+  return moved_any;
+}
+
+at::Tensor AliasSet::toDevice(const at::Tensor& result) {
+  if (!result.defined() || result.device().type() != c10::kCPU) {
+    return result;
+  }
+  for (const auto& e : entries_) {
+    if (e.host.unsafeGetTensorImpl() == result.unsafeGetTensorImpl()) {
+      return *e.device;
+    }
+  }
+  const c10::StorageImpl* storage = result.storage().unsafeGetStorageImpl();
+  for (const auto& e : entries_) {
+    if (e.host.storage().unsafeGetStorageImpl() == storage &&
+        storage->data() == e.device->storage().data()) {
+      return tensorOver(e.device->storage(), c10::DispatchKey::PrivateUse1,
+                        result.dtype(), result.sizes(), result.strides(),
+                        result.storage_offset());
+    }
+  }
+  return copyToDevice(result, c10::Device(kDeviceType, device_));
+}
+
+bool ShapeCache::lookup(const Key& key, Results& out) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [known, results] : entries_) {
+    if (known == key) {
+      out = results;
+      return true;
+    }
+  }
+  return false;
+}
+
+void ShapeCache::insert(Key key, const Results& results) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (entries_.size() < kEntries) {
+    entries_.emplace_back(std::move(key), results);
+    return;
+  }
+  entries_[next_] = {std::move(key), results};
+  next_ = (next_ + 1) % kEntries;
+}
+
+bool launchAndWait(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
+                   c10::function_ref<void()> fn, bool fresh_results) {
+  return emulate::launchAndWait(device, buffers, fn, fresh_results);
+}
+
+at::Tensor allocateResult(const ShapeCache::Result& shape) {
+  // Straight from the allocator: the dispatcher's round trip through
+  // empty_strided is a measurable part of a small operator's time.
+  return at::detail::empty_strided_generic(
+      shape.sizes, shape.strides, getDeviceAllocator(),
+      c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), shape.dtype);
+}
+
+void keyDefaults(ShapeCache::Key& key) {
+  key.push_back(static_cast<int64_t>(c10::get_default_dtype_as_scalartype()));
+  key.push_back(static_cast<int64_t>(
+      c10::typeMetaToScalarType(c10::get_default_complex_dtype())));
+}
+
+c10::DeviceIndex currentDeviceIndex() {
+  return currentDevice();
+}
+
+namespace {
+
+// The key of an optional argument: `none_tag` for None, else its value's.
+template <class Optional>
+bool keyOptional(ShapeCache::Key& key, const Optional& value,
+                 int64_t none_tag) {
+  if (!value.has_value()) {
+    key.push_back(none_tag);
+    return true;
+  }
+  return keyArg(key, *value);
+}
+
+}  // namespace
+
+bool keyArg(ShapeCache::Key& key, const at::Tensor& t) {
+  if (!t.defined()) {
+    key.push_back(20);
+    return true;
+  }
+  if (t.layout() != c10::kStrided) {
+    return false;
+  }
+  const int64_t flags = (t.unsafeGetTensorImpl()->is_wrapped_number() ? 1 : 0) |
+                        (t.is_conj() ? 2 : 0) | (t.is_neg() ? 4 : 0);
+  key.insert(key.end(),
+             {21, static_cast<int64_t>(t.device().type()),
+              static_cast<int64_t>(t.scalar_type()), flags, t.dim()});
+  key.append(t.sizes().begin(), t.sizes().end());
+  key.append(t.strides().begin(), t.strides().end());
+  key.push_back(t.storage_offset());
+  return true;
+}
+
+bool keyArg(ShapeCache::Key& key, const std::optional<at::Tensor>& t) {
+  return keyOptional(key, t, 20);
+}
+
+bool keyArg(ShapeCache::Key& key, int64_t value) {
+  key.insert(key.end(), {2, value});
+  return true;
+}
+
+bool keyArg(ShapeCache::Key& key, double value) {
+  int64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(bits));
+  key.insert(key.end(), {3, bits});
+  return true;
+}
+
+bool keyArg(ShapeCache::Key& key, bool value) {
+  key.insert(key.end(), {4, value ? 1 : 0});
+  return true;
+}
+
+bool keyArg(ShapeCache::Key& key, const c10::SymInt& value) {
+  const std::optional<int64_t> concrete = value.maybe_as_int();
+  return concrete.has_value() && keyArg(key, *concrete);
+}
+
+bool keyArg(ShapeCache::Key& key, at::IntArrayRef values) {
+  key.insert(key.end(), {5, static_cast<int64_t>(values.size())});
+  key.append(values.begin(), values.end());
+  return true;
+}
+
+bool keyArg(ShapeCache::Key& key, at::OptionalIntArrayRef values) {
+  return keyOptional(key, values, 1);
+}
+
+bool keyArg(ShapeCache::Key& key, c10::SymIntArrayRef values) {
+  const std::optional<at::IntArrayRef> concrete =
+      c10::asIntArrayRefSlowOpt(values);
+  return concrete.has_value() && keyArg(key, *concrete);
+}
+
+bool keyArg(ShapeCache::Key& key, const at::Scalar& value) {
+  if (value.isFloatingPoint()) {
+    return keyArg(key, value.toDouble()) && keyArg(key, int64_t{30});
+  }
+  if (value.isBoolean()) {
+    return keyArg(key, value.toBool());
+  }
+  if (value.isIntegral(/*includeBool=*/false) && !value.isSymbolic()) {
+    return keyArg(key, value.toLong());
+  }
+  return false;  // complex, symbolic
+}
+
+bool keyArg(ShapeCache::Key& key, const std::optional<at::Scalar>& value) {
+  return keyOptional(key, value, 1);
+}
+
+bool keyArg(ShapeCache::Key& key, at::ScalarType value) {
+  key.insert(key.end(), {6, static_cast<int64_t>(value)});
+  return true;
+}
+
+bool keyArg(ShapeCache::Key& key, std::optional<at::ScalarType> value) {
+  return keyOptional(key, value, 1);
+}
+
+bool keyArg(ShapeCache::Key& key, std::optional<int64_t> value) {
+  return keyOptional(key, value, 1);
+}
+
+bool keyArg(ShapeCache::Key& key, c10::string_view value) {
+  key.insert(key.end(), {7, static_cast<int64_t>(value.size())});
+  for (const char c : value) {
+    key.push_back(c);
+  }
+  return true;
+}
+
+bool keyArg(ShapeCache::Key& key, std::optional<c10::string_view> value) {
+  return keyOptional(key, value, 1);
+}
+
+TypedPlan typedPlan(const c10::FunctionSchema& schema) {
+  TypedPlan plan;
+  for (const auto& arg : schema.arguments()) {
+    plan.written.push_back(arg.alias_info() != nullptr &&
+                           arg.alias_info()->isWrite());
+  }
+  plan.allows_cpu_tensors = allowsCpuTensors(schema);
+  return plan;
+}
+
+}  // namespace detail
 
 }  // namespace accgen::runtime::emulate
 

@@ -179,8 +179,8 @@ void AllocationTable::insert(AllocationRef allocation) {
   by_base_.emplace(key, std::move(allocation));
 }
 
-AllocationRef AllocationTable::findLocked(const void* ptr,
-                                          bool allow_end) const {
+const AllocationRef* AllocationTable::findRefLocked(const void* ptr,
+                                                    bool allow_end) const {
   const auto address = reinterpret_cast<uintptr_t>(ptr);
   auto it = by_base_.upper_bound(address);
   if (it == by_base_.begin()) {
@@ -190,9 +190,15 @@ AllocationRef AllocationTable::findLocked(const void* ptr,
   const uintptr_t offset = address - it->first;
   const size_t size = it->second->size();
   if (offset < size || (allow_end && offset == size)) {
-    return it->second;
+    return &it->second;
   }
   return nullptr;
+}
+
+AllocationRef AllocationTable::findLocked(const void* ptr,
+                                          bool allow_end) const {
+  const AllocationRef* ref = findRefLocked(ptr, allow_end);
+  return ref == nullptr ? nullptr : *ref;
 }
 
 AllocationRef AllocationTable::find(const void* ptr) const {
@@ -205,18 +211,93 @@ AllocationRef AllocationTable::findForKernel(const void* ptr) const {
   return findLocked(ptr, true);
 }
 
+void AllocationRefs::push_back(AllocationRef allocation) {
+  if (overflow_.empty() && size_ < kInline) {
+    inline_[size_++] = std::move(allocation);
+    return;
+  }
+  if (overflow_.empty()) {
+    overflow_.reserve(2 * kInline);
+    for (AllocationRef& held : inline_) {
+      overflow_.push_back(std::move(held));
+    }
+  }
+  overflow_.push_back(std::move(allocation));
+  ++size_;
+}
+
+namespace {
+
+// Note [Kernel buffer lookup]
+// Every launch resolves its buffers to allocations, and an operator of the
+// backend launches one or two kernels over the same few tensors as the one
+// before it, so walking the ordered map (a hundred or more entries) cost
+// more than the rest of the launch. Each thread keeps the allocations it
+// resolved last: their ranges and where the map holds their references
+// (std::map nodes stay put until erased). An entry is used, under the
+// table's shared lock, only while the table has had no erase since it was
+// made (an insert cannot overlap a live allocation, so it changes no
+// answer); tables are told apart by a serial number, not their address.
+struct LookupCache {
+  struct Entry {
+    uintptr_t base = 0;
+    size_t size = 0;
+    const AllocationRef* ref = nullptr;
+  };
+  static constexpr size_t kEntries = 8;
+  uint64_t table = 0;
+  uint64_t erasures = 0;
+  std::array<Entry, kEntries> entries{};
+  size_t next = 0;
+
+  const AllocationRef* find(uintptr_t address) const {
+    for (const Entry& e : entries) {
+      // Inside only: a pointer one past the end may belong to an
+      // allocation that starts there, which the map tells apart.
+      if (address - e.base < e.size) {
+        return e.ref;
+      }
+    }
+    return nullptr;
+  }
+
+  void add(const AllocationRef* ref) {
+    entries[next] = {reinterpret_cast<uintptr_t>((*ref)->base()),
+                     (*ref)->size(), ref};
+    next = (next + 1) % kEntries;
+  }
+};
+
+thread_local LookupCache tls_lookup;
+std::atomic<uint64_t> g_table_serial{0};
+
+}  // namespace
+
+AllocationTable::AllocationTable()
+    : serial_(g_table_serial.fetch_add(1, std::memory_order_relaxed) + 1) {}
+
 bool AllocationTable::findForKernel(const void* const* ptrs, size_t count,
-                                    std::vector<AllocationRef>& out) const {
+                                    AllocationRefs& out) const {
+  LookupCache& cache = tls_lookup;
   std::shared_lock<std::shared_mutex> lock(mutex_);
+  if (cache.table != serial_ || cache.erasures != erasures_) {
+    cache = LookupCache{};
+    cache.table = serial_;
+    cache.erasures = erasures_;
+  }
   for (size_t i = 0; i < count; ++i) {
     if (ptrs[i] == nullptr) {
       continue;
     }
-    AllocationRef allocation = findLocked(ptrs[i], true);
-    if (allocation == nullptr) {
-      return false;
+    const AllocationRef* ref = cache.find(reinterpret_cast<uintptr_t>(ptrs[i]));
+    if (ref == nullptr) {
+      ref = findRefLocked(ptrs[i], true);
+      if (ref == nullptr) {
+        return false;
+      }
+      cache.add(ref);
     }
-    out.push_back(std::move(allocation));
+    out.push_back(*ref);
   }
   return true;
 }
@@ -254,6 +335,7 @@ bool AllocationTable::erase(const Allocation& allocation) {
     return false;
   }
   by_base_.erase(it);
+  ++erasures_;
   return true;
 }
 

@@ -10,6 +10,8 @@
 // unmapped only when that work finishes.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -85,19 +87,39 @@ class AccessScope {
   std::vector<Allocation*> overflow_;
 };
 
+/// The allocations one work item touches: up to kInline of them without a
+/// heap allocation (most work touches one to three).
+class AllocationRefs {
+ public:
+  void push_back(AllocationRef allocation);
+  const AllocationRef* begin() const {
+    return overflow_.empty() ? inline_.data() : overflow_.data();
+  }
+  const AllocationRef* end() const { return begin() + size_; }
+  size_t size() const { return size_; }
+
+ private:
+  static constexpr size_t kInline = 4;
+  std::array<AllocationRef, kInline> inline_;
+  std::vector<AllocationRef> overflow_;  // all of them, once past kInline
+  size_t size_ = 0;
+};
+
 /// The ordered map of live allocations keyed by base address.
 class AllocationTable {
  public:
+  AllocationTable();
   void insert(AllocationRef allocation);
   /// The allocation with base <= ptr < base + size, or null.
   AllocationRef find(const void* ptr) const;
   /// Like find, but a pointer one past the end also resolves (a zero-length
   /// view at the end of a buffer), unless another allocation starts there.
   AllocationRef findForKernel(const void* ptr) const;
-  /// Resolves several pointers under one lock; false at the first unknown
-  /// non-null pointer. Null pointers are skipped.
+  /// Resolves several pointers, through the calling thread's cache of the
+  /// allocations it resolved last (Note [Kernel buffer lookup]); false at
+  /// the first unknown non-null pointer. Null pointers are skipped.
   bool findForKernel(const void* const* ptrs, size_t count,
-                     std::vector<AllocationRef>& out) const;
+                     AllocationRefs& out) const;
 
   /// Where [ptr, ptr + count) lies.
   enum class Region {
@@ -116,9 +138,15 @@ class AllocationTable {
 
  private:
   AllocationRef findLocked(const void* ptr, bool allow_end) const;
+  /// Where the map holds the reference findLocked copies, or null.
+  const AllocationRef* findRefLocked(const void* ptr, bool allow_end) const;
 
   mutable std::shared_mutex mutex_;
   std::map<uintptr_t, AllocationRef> by_base_;
+  // Note [Kernel buffer lookup]: which table a thread's cached lookups
+  // are of, and how many erases (under the unique lock) it has had.
+  const uint64_t serial_;
+  uint64_t erasures_ = 0;
 };
 
 }  // namespace accgen::emulator

@@ -24,7 +24,6 @@ bool kernelWork(Runtime& rt, accKernelFn_t fn, void* user_data,
   if (num_buffers == 0) {
     return true;
   }
-  work.allocations.reserve(num_buffers);
   return rt.allocations().findForKernel(buffers, num_buffers, work.allocations);
 }
 

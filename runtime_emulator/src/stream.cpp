@@ -3,9 +3,11 @@
 // Wake-ups use the "announce, then re-check" pattern on both sides, with
 // sequentially consistent atomics, so that no notification is lost and none
 // is sent when nobody sleeps:
-//  - a worker about to sleep sets worker_sleeping_, then checks the queue
-//    under queue_mutex_; a submitter pushes under queue_mutex_, then reads
-//    worker_sleeping_ and notifies only if it is set;
+//  - a worker that finds nothing to take under queue_mutex_ sets
+//    worker_sleeping_ before it waits (which releases the mutex); a
+//    submitter pushes under queue_mutex_, then reads worker_sleeping_ and
+//    notifies only if it is set; so does a waiting thread that ran an item
+//    itself (Note [Waiting threads run queued work]) and leaves more queued;
 //  - a waiter about to block increments done_waiters_, then checks completed_
 //    under done_mutex_; the worker stores completed_, then reads
 //    done_waiters_ and, if non-zero, notifies under done_mutex_.
@@ -200,31 +202,86 @@ accError_t Stream::runOrdered(Work&& work) {
   return result->error;
 }
 
-bool Stream::popNext(Work& work) {
+bool Stream::popNext(Work& work, uint64_t& seq) {
   const auto available = [this] {
-    return submitted_.load(std::memory_order_acquire) > taken_;
+    return submitted_.load(std::memory_order_acquire) >
+           taken_.load(std::memory_order_acquire);
   };
-  if (!spinUntil(available, spin_ns_, kWorkerPauseNs)) {
+  (void)spinUntil(available, spin_ns_, kWorkerPauseNs);
+  std::unique_lock<std::mutex> lock(queue_mutex_);
+  // A waiting thread may have taken what the spin saw, or still run it.
+  const auto ready = [this] {
+    return stopping_ || (!queue_.empty() && !stolen_);
+  };
+  if (!ready()) {
     worker_sleeping_.store(true, std::memory_order_seq_cst);
-    std::unique_lock<std::mutex> lock(queue_mutex_);
-    queue_cv_.wait(lock, [this] { return !queue_.empty() || stopping_; });
+    queue_cv_.wait(lock, ready);
     worker_sleeping_.store(false, std::memory_order_relaxed);
-    if (stopping_) {
-      return false;
-    }
-    work = std::move(queue_.front());
-    queue_.pop_front();
-    ++taken_;
-    return true;
   }
-  std::lock_guard<std::mutex> lock(queue_mutex_);
-  if (stopping_ || queue_.empty()) {
+  if (stopping_) {
     return false;
   }
   work = std::move(queue_.front());
   queue_.pop_front();
-  ++taken_;
+  seq = taken_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  worker_busy_.store(true, std::memory_order_relaxed);
   return true;
+}
+
+// Note [Waiting threads run queued work]
+// A thread that waits for a stream's item while the stream's worker runs
+// nothing (it sleeps, or has not yet taken the item it was woken for) takes
+// the queued items up to that one off the queue and runs them itself, in
+// order, one at a time, as the worker would have. It would only have
+// waited: this way it does not wait for the worker to be scheduled (tens of
+// microseconds on a busy two-core machine, where OpenMP threads spin on the
+// other core) and then to be woken itself. An asynchronous launch followed
+// by a synchronous one, the common case of a device kernel the backend
+// launches asynchronously (the example's fill_) before the next emulated
+// operator, then costs no hand-off at all. Each stolen item runs with the
+// stream as the thread's stream (tls_stream), so a kernel that synchronizes
+// its own stream still cannot deadlock; its error is sticky, as on the
+// worker. The worker, woken meanwhile, waits until the stolen item is done.
+void Stream::runQueuedUpTo(uint64_t seq) {
+  while (!isComplete(seq)) {
+    Work work;
+    uint64_t item = 0;
+    {
+      std::lock_guard<std::mutex> lock(queue_mutex_);
+      if (stopping_ || stolen_ || queue_.empty() ||
+          worker_busy_.load(std::memory_order_acquire) ||
+          taken_.load(std::memory_order_relaxed) >= seq) {
+        return;
+      }
+      work = std::move(queue_.front());
+      queue_.pop_front();
+      item = taken_.fetch_add(1, std::memory_order_acq_rel) + 1;
+      stolen_ = true;
+    }
+    Stream* const saved_stream = tls_stream;
+    const uint64_t saved_seq = tls_seq;
+    tls_stream = this;
+    tls_seq = item;
+    const accError_t error = runWork(work);
+    if (error != accSuccess) {
+      setError(error);
+    }
+    work = Work();
+    tls_stream = saved_stream;
+    tls_seq = saved_seq;
+    bool wake = false;
+    {
+      std::lock_guard<std::mutex> lock(queue_mutex_);
+      stolen_ = false;
+      wake =
+          !queue_.empty() && worker_sleeping_.load(std::memory_order_seq_cst);
+    }
+    if (wake) {
+      queue_cv_.notify_one();
+    }
+    // Last: a thread that waited for the item may destroy the stream.
+    complete(item);
+  }
 }
 
 void Stream::complete(uint64_t seq) {
@@ -248,10 +305,10 @@ void Stream::workerLoop() {
   tls_stream = this;
   for (;;) {
     Work work;
-    if (!popNext(work)) {
+    uint64_t seq = 0;
+    if (!popNext(work, seq)) {
       return;
     }
-    const uint64_t seq = taken_;
     tls_seq = seq;
     const accError_t error = runWork(work);
     if (error != accSuccess) {
@@ -261,6 +318,7 @@ void Stream::workerLoop() {
     // that synchronized and then frees memory finds no stray owner.
     work = Work();
     complete(seq);
+    worker_busy_.store(false, std::memory_order_release);
   }
 }
 
@@ -268,6 +326,7 @@ void Stream::waitFor(uint64_t seq) {
   if (tls_stream == this && seq >= tls_seq) {
     seq = tls_seq - 1;
   }
+  runQueuedUpTo(seq);
   const auto done = [this, seq] { return isComplete(seq); };
   if (spinUntil(done, spin_ns_, kWaiterPauseNs)) {
     return;

@@ -50,9 +50,11 @@ class Stream {
     return completed_.load(std::memory_order_acquire) >= seq;
   }
   bool idle() const { return isComplete(submitted()); }
-  /// Blocks until item `seq` finished. From the stream's own worker it only
-  /// waits for the items before the running one (they are done), so a
-  /// kernel that synchronizes its own stream cannot deadlock.
+  /// Blocks until item `seq` finished, running queued items up to it on the
+  /// calling thread while the worker runs none (Note [Waiting threads run
+  /// queued work]). From the stream's own worker, or inside one of its
+  /// items, it only waits for the items before the running one (they are
+  /// done), so a kernel that synchronizes its own stream cannot deadlock.
   void waitFor(uint64_t seq);
   /// Waits for everything submitted so far.
   void drain() { waitFor(submitted()); }
@@ -72,7 +74,10 @@ class Stream {
  private:
   void startWorker();
   void workerLoop();
-  bool popNext(Work& work);
+  bool popNext(Work& work, uint64_t& seq);
+  /// Runs queued items up to `seq` on the calling thread while the worker
+  /// runs none; returns when that stops being possible.
+  void runQueuedUpTo(uint64_t seq);
   void complete(uint64_t seq);
 
   const int device_;
@@ -89,7 +94,14 @@ class Stream {
   std::atomic<bool> worker_sleeping_{false};
   std::atomic<bool> started_{false};
   std::thread worker_;  // guarded by queue_mutex_
-  uint64_t taken_ = 0;  // worker thread only
+  // The number of items taken off the queue, by the worker or by a waiting
+  // thread; changed under queue_mutex_, read by the spinning worker.
+  std::atomic<uint64_t> taken_{0};
+  // The worker runs an item: set under queue_mutex_ when it takes one,
+  // cleared once it completed.
+  std::atomic<bool> worker_busy_{false};
+  // A waiting thread runs an item (Note [Waiting threads run queued work]).
+  bool stolen_ = false;  // guarded by queue_mutex_
 
   // Completion side.
   std::atomic<uint64_t> completed_{0};

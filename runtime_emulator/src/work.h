@@ -35,7 +35,7 @@ struct Work {
 
   /// Allocations the work reads or writes: kept alive and given access
   /// while it runs.
-  std::vector<AllocationRef> allocations;
+  AllocationRefs allocations;
 
   // kRecord
   std::shared_ptr<Event> event;

@@ -2,9 +2,11 @@
 // concurrency across streams and host threads, priorities, destruction,
 // cross-stream waits through events and sticky kernel errors.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "test_util.h"
@@ -142,16 +144,31 @@ TEST(Stream, LaunchReturnsBeforeTheKernelRuns) {
   EXPECT_EQ(accStreamQuery(nullptr), accSuccess);
 }
 
-TEST(Stream, KernelsRunOffTheCallersThread) {
-  std::thread::id kernel_thread;
-  ASSERT_EQ(launch(nullptr,
-                   [&kernel_thread] {
-                     kernel_thread = std::this_thread::get_id();
-                     return accSuccess;
-                   }),
-            accSuccess);
-  ASSERT_EQ(accStreamSynchronize(nullptr), accSuccess);
-  EXPECT_NE(kernel_thread, std::this_thread::get_id());
+// Note [Waiting threads run queued work]: a kernel queued while the worker
+// sleeps runs on the thread that synchronizes, if that thread gets to it
+// first; either way each kernel runs once, in order, before the
+// synchronize returns.
+TEST(Stream, ASynchronizingThreadRunsWorkTheIdleWorkerHasNotTaken) {
+  accStream_t stream = nullptr;
+  ASSERT_EQ(accStreamCreate(&stream), accSuccess);
+  constexpr int kRounds = 100;
+  std::vector<std::thread::id> ran_on;
+  int on_caller = 0;
+  for (int i = 0; i < kRounds; ++i) {
+    // Longer than the worker's spin: it sleeps when the launch comes.
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    ASSERT_EQ(launch(stream,
+                     [&ran_on] {
+                       ran_on.push_back(std::this_thread::get_id());
+                       return accSuccess;
+                     }),
+              accSuccess);
+    ASSERT_EQ(accStreamSynchronize(stream), accSuccess);
+    ASSERT_EQ(ran_on.size(), static_cast<std::size_t>(i + 1));
+    on_caller += ran_on.back() == std::this_thread::get_id() ? 1 : 0;
+  }
+  EXPECT_GT(on_caller, 0) << "the caller never ran a kernel it waited for";
+  ASSERT_EQ(accStreamDestroy(stream), accSuccess);
 }
 
 TEST(Stream, WorkRunsInSubmissionOrder) {

@@ -206,21 +206,32 @@ TEST_F(OperatorFiles, HookOperatorsMoveToKernelsLikeAnyOther) {
 TEST_F(OperatorFiles, StructuredFunctionalsRunThroughTheirOutOverload) {
   const auto files = rendered(backend(kEveryKind));
   const std::string& emulate = files.at("csrc/ops/RegisterEmulate_0.cpp");
-  // add.Tensor: shapes from at::meta::add, results written by add.out.
-  EXPECT_TRUE(has(emulate,
-                  "m.impl(\"add.Tensor\", emulate::viaOut(\"add.out\", "
-                  "TORCH_FN(shape_add_Tensor)));"))
+  // add.Tensor: shapes from at::meta::add, results written by add.out,
+  // through the typed kernel of their at::_ops structs.
+  EXPECT_TRUE(
+      has(emulate,
+          "m.impl(\"add.Tensor\", emulate::viaOut<at::_ops::add_Tensor, "
+          "at::_ops::add_out, &shape_add_Tensor>(\"add.out\"));"))
       << emulate;
   EXPECT_TRUE(has(emulate, "return at::meta::add(self, other, alpha);"));
   EXPECT_TRUE(has(emulate, "#include <ATen/ops/add_meta_dispatch.h>"));
+  EXPECT_TRUE(has(emulate, "#include <ATen/ops/add_ops.h>"));
   // Its group: in-place and out= forms run directly.
-  EXPECT_TRUE(has(emulate, "m.impl(\"add_.Tensor\", emulate::direct());"));
-  EXPECT_TRUE(has(emulate, "m.impl(\"add.out\", emulate::direct());"));
+  EXPECT_TRUE(has(emulate,
+                  "m.impl(\"add_.Tensor\", "
+                  "emulate::direct<at::_ops::add__Tensor>());"));
+  EXPECT_TRUE(has(
+      emulate, "m.impl(\"add.out\", emulate::direct<at::_ops::add_out>());"));
   // No C++ meta function (index_select) or a data-dependent shape (nonzero,
   // index with a mask, although structured): direct, copied once.
-  EXPECT_TRUE(has(emulate, "m.impl(\"index_select\", emulate::direct());"));
-  EXPECT_TRUE(has(emulate, "m.impl(\"nonzero\", emulate::direct());"));
-  EXPECT_TRUE(has(emulate, "m.impl(\"index.Tensor\", emulate::direct());"));
+  EXPECT_TRUE(has(emulate,
+                  "m.impl(\"index_select\", "
+                  "emulate::direct<at::_ops::index_select>());"));
+  EXPECT_TRUE(has(
+      emulate, "m.impl(\"nonzero\", emulate::direct<at::_ops::nonzero>());"));
+  EXPECT_TRUE(has(emulate,
+                  "m.impl(\"index.Tensor\", "
+                  "emulate::direct<at::_ops::index_Tensor>());"));
   EXPECT_FALSE(has(emulate, "at::meta::index("));
 }
 

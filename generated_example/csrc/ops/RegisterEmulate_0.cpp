@@ -3,7 +3,9 @@
 // clang-format off
 //
 // The `emulate` operators of accel, part 0 of 3: their
-// CPU kernels run on the device memory (accgen/runtime/Emulate.h). A functional
+// CPU kernels run on the device memory (accgen/runtime/Emulate.h), called
+// with each operator's own signature where the runtime's typed kernels
+// cover it (Note [Unboxed emulation]). A functional
 // operator with a C++ meta function is computed through its out= overload
 // into results allocated with the meta shapes; every other form runs
 // directly (Note [How each emulated operator runs] in docs/operators.md).
@@ -12,37 +14,77 @@
 // Moving an operator to real hardware is one word in specs/operators.yaml:
 // kind emulate becomes kernel.
 #include <ATen/ops/_log_softmax_backward_data_meta_dispatch.h>
+#include <ATen/ops/_log_softmax_backward_data_ops.h>
 #include <ATen/ops/_log_softmax_meta_dispatch.h>
+#include <ATen/ops/_log_softmax_ops.h>
 #include <ATen/ops/_softmax_backward_data_meta_dispatch.h>
+#include <ATen/ops/_softmax_backward_data_ops.h>
 #include <ATen/ops/_softmax_meta_dispatch.h>
+#include <ATen/ops/_softmax_ops.h>
+#include <ATen/ops/_unique2_ops.h>
 #include <ATen/ops/addcdiv_meta_dispatch.h>
+#include <ATen/ops/addcdiv_ops.h>
 #include <ATen/ops/addcmul_meta_dispatch.h>
+#include <ATen/ops/addcmul_ops.h>
 #include <ATen/ops/addmm_meta_dispatch.h>
+#include <ATen/ops/addmm_ops.h>
 #include <ATen/ops/all_meta_dispatch.h>
+#include <ATen/ops/all_ops.h>
 #include <ATen/ops/amax_meta_dispatch.h>
+#include <ATen/ops/amax_ops.h>
 #include <ATen/ops/amin_meta_dispatch.h>
+#include <ATen/ops/amin_ops.h>
 #include <ATen/ops/any_meta_dispatch.h>
+#include <ATen/ops/any_ops.h>
+#include <ATen/ops/arange_ops.h>
 #include <ATen/ops/argmax_meta_dispatch.h>
+#include <ATen/ops/argmax_ops.h>
 #include <ATen/ops/argmin_meta_dispatch.h>
+#include <ATen/ops/argmin_ops.h>
 #include <ATen/ops/baddbmm_meta_dispatch.h>
+#include <ATen/ops/baddbmm_ops.h>
+#include <ATen/ops/bernoulli_ops.h>
 #include <ATen/ops/bitwise_and_meta_dispatch.h>
+#include <ATen/ops/bitwise_and_ops.h>
 #include <ATen/ops/bmm_meta_dispatch.h>
+#include <ATen/ops/bmm_ops.h>
 #include <ATen/ops/cat_meta_dispatch.h>
+#include <ATen/ops/cat_ops.h>
 #include <ATen/ops/ceil_meta_dispatch.h>
+#include <ATen/ops/ceil_ops.h>
 #include <ATen/ops/clamp_meta_dispatch.h>
 #include <ATen/ops/clamp_min_meta_dispatch.h>
+#include <ATen/ops/clamp_min_ops.h>
+#include <ATen/ops/clamp_ops.h>
 #include <ATen/ops/cos_meta_dispatch.h>
+#include <ATen/ops/cos_ops.h>
 #include <ATen/ops/div_meta_dispatch.h>
+#include <ATen/ops/div_ops.h>
+#include <ATen/ops/dot_ops.h>
 #include <ATen/ops/eq_meta_dispatch.h>
+#include <ATen/ops/eq_ops.h>
+#include <ATen/ops/equal_ops.h>
 #include <ATen/ops/exp_meta_dispatch.h>
+#include <ATen/ops/exp_ops.h>
 #include <ATen/ops/floor_meta_dispatch.h>
+#include <ATen/ops/floor_ops.h>
 #include <ATen/ops/gather_meta_dispatch.h>
+#include <ATen/ops/gather_ops.h>
 #include <ATen/ops/ge_meta_dispatch.h>
+#include <ATen/ops/ge_ops.h>
 #include <ATen/ops/gelu_backward_meta_dispatch.h>
+#include <ATen/ops/gelu_backward_ops.h>
 #include <ATen/ops/gelu_meta_dispatch.h>
+#include <ATen/ops/gelu_ops.h>
 #include <ATen/ops/gt_meta_dispatch.h>
+#include <ATen/ops/gt_ops.h>
+#include <ATen/ops/index_ops.h>
+#include <ATen/ops/index_select_ops.h>
+#include <ATen/ops/isnan_ops.h>
 #include <ATen/ops/le_meta_dispatch.h>
+#include <ATen/ops/le_ops.h>
 #include <ATen/ops/lerp_meta_dispatch.h>
+#include <ATen/ops/lerp_ops.h>
 #include "csrc/Backend.h"
 
 namespace accel::emulated {
@@ -242,126 +284,126 @@ at::Tensor shape_lerp_Scalar(const at::Tensor& self, const at::Tensor& end, cons
 }  // namespace
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_log_softmax", emulate::viaOut("_log_softmax.out", TORCH_FN(shape__log_softmax)));
-  m.impl("_log_softmax.out", emulate::direct());
-  m.impl("_log_softmax_backward_data", emulate::viaOut("_log_softmax_backward_data.out", TORCH_FN(shape__log_softmax_backward_data)));
-  m.impl("_log_softmax_backward_data.out", emulate::direct());
+  m.impl("_log_softmax", emulate::viaOut<at::_ops::_log_softmax, at::_ops::_log_softmax_out, &shape__log_softmax>("_log_softmax.out"));
+  m.impl("_log_softmax.out", emulate::direct<at::_ops::_log_softmax_out>());
+  m.impl("_log_softmax_backward_data", emulate::viaOut<at::_ops::_log_softmax_backward_data, at::_ops::_log_softmax_backward_data_out, &shape__log_softmax_backward_data>("_log_softmax_backward_data.out"));
+  m.impl("_log_softmax_backward_data.out", emulate::direct<at::_ops::_log_softmax_backward_data_out>());
   m.impl("_scaled_dot_product_fused_attention_overrideable", TORCH_FN(::accgen::runtime::hooks::scaledDotProductFusedAttentionOverrideable));
   m.impl("_scaled_dot_product_fused_attention_overrideable_backward", TORCH_FN(::accgen::runtime::hooks::scaledDotProductFusedAttentionOverrideableBackward));
-  m.impl("_softmax", emulate::viaOut("_softmax.out", TORCH_FN(shape__softmax)));
-  m.impl("_softmax.out", emulate::direct());
-  m.impl("_softmax_backward_data", emulate::viaOut("_softmax_backward_data.out", TORCH_FN(shape__softmax_backward_data)));
-  m.impl("_softmax_backward_data.out", emulate::direct());
+  m.impl("_softmax", emulate::viaOut<at::_ops::_softmax, at::_ops::_softmax_out, &shape__softmax>("_softmax.out"));
+  m.impl("_softmax.out", emulate::direct<at::_ops::_softmax_out>());
+  m.impl("_softmax_backward_data", emulate::viaOut<at::_ops::_softmax_backward_data, at::_ops::_softmax_backward_data_out, &shape__softmax_backward_data>("_softmax_backward_data.out"));
+  m.impl("_softmax_backward_data.out", emulate::direct<at::_ops::_softmax_backward_data_out>());
   m.impl("_thnn_fused_gru_cell", TORCH_FN(::accgen::runtime::hooks::thnnFusedGruCell));
   m.impl("_thnn_fused_gru_cell_backward", TORCH_FN(::accgen::runtime::hooks::thnnFusedGruCellBackward));
   m.impl("_thnn_fused_lstm_cell", TORCH_FN(::accgen::runtime::hooks::thnnFusedLstmCell));
   m.impl("_thnn_fused_lstm_cell_backward_impl", TORCH_FN(::accgen::runtime::hooks::thnnFusedLstmCellBackwardImpl));
-  m.impl("_unique2", emulate::direct());
-  m.impl("addcdiv", emulate::viaOut("addcdiv.out", TORCH_FN(shape_addcdiv)));
-  m.impl("addcdiv.out", emulate::direct());
-  m.impl("addcdiv_", emulate::direct());
-  m.impl("addcmul", emulate::viaOut("addcmul.out", TORCH_FN(shape_addcmul)));
-  m.impl("addcmul.out", emulate::direct());
-  m.impl("addcmul_", emulate::direct());
-  m.impl("addmm", emulate::viaOut("addmm.out", TORCH_FN(shape_addmm)));
-  m.impl("addmm.out", emulate::direct());
-  m.impl("addmm_", emulate::direct());
-  m.impl("all", emulate::viaOut("all.all_out", TORCH_FN(shape_all)));
-  m.impl("all.all_out", emulate::direct());
-  m.impl("amax", emulate::viaOut("amax.out", TORCH_FN(shape_amax)));
-  m.impl("amax.out", emulate::direct());
-  m.impl("amin", emulate::viaOut("amin.out", TORCH_FN(shape_amin)));
-  m.impl("amin.out", emulate::direct());
-  m.impl("any", emulate::viaOut("any.all_out", TORCH_FN(shape_any)));
-  m.impl("any.all_out", emulate::direct());
-  m.impl("arange.start_out", emulate::direct());
-  m.impl("argmax", emulate::viaOut("argmax.out", TORCH_FN(shape_argmax)));
-  m.impl("argmax.out", emulate::direct());
-  m.impl("argmin", emulate::viaOut("argmin.out", TORCH_FN(shape_argmin)));
-  m.impl("argmin.out", emulate::direct());
-  m.impl("baddbmm", emulate::viaOut("baddbmm.out", TORCH_FN(shape_baddbmm)));
-  m.impl("baddbmm.out", emulate::direct());
-  m.impl("baddbmm_", emulate::direct());
-  m.impl("bernoulli", emulate::direct());
-  m.impl("bernoulli.out", emulate::direct());
-  m.impl("bernoulli_.float", emulate::direct());
-  m.impl("bitwise_and.Tensor", emulate::viaOut("bitwise_and.Tensor_out", TORCH_FN(shape_bitwise_and_Tensor)));
-  m.impl("bitwise_and.Tensor_out", emulate::direct());
-  m.impl("bitwise_and_.Tensor", emulate::direct());
-  m.impl("bmm", emulate::viaOut("bmm.out", TORCH_FN(shape_bmm)));
-  m.impl("bmm.out", emulate::direct());
-  m.impl("cat", emulate::viaOut("cat.out", TORCH_FN(shape_cat)));
-  m.impl("cat.out", emulate::direct());
-  m.impl("ceil", emulate::viaOut("ceil.out", TORCH_FN(shape_ceil)));
-  m.impl("ceil.out", emulate::direct());
-  m.impl("ceil_", emulate::direct());
-  m.impl("clamp", emulate::viaOut("clamp.out", TORCH_FN(shape_clamp)));
-  m.impl("clamp.Tensor", emulate::viaOut("clamp.Tensor_out", TORCH_FN(shape_clamp_Tensor)));
-  m.impl("clamp.Tensor_out", emulate::direct());
-  m.impl("clamp.out", emulate::direct());
-  m.impl("clamp_", emulate::direct());
-  m.impl("clamp_.Tensor", emulate::direct());
-  m.impl("clamp_min", emulate::viaOut("clamp_min.out", TORCH_FN(shape_clamp_min)));
-  m.impl("clamp_min.out", emulate::direct());
-  m.impl("clamp_min_", emulate::direct());
+  m.impl("_unique2", emulate::direct<at::_ops::_unique2>());
+  m.impl("addcdiv", emulate::viaOut<at::_ops::addcdiv, at::_ops::addcdiv_out, &shape_addcdiv>("addcdiv.out"));
+  m.impl("addcdiv.out", emulate::direct<at::_ops::addcdiv_out>());
+  m.impl("addcdiv_", emulate::direct<at::_ops::addcdiv_>());
+  m.impl("addcmul", emulate::viaOut<at::_ops::addcmul, at::_ops::addcmul_out, &shape_addcmul>("addcmul.out"));
+  m.impl("addcmul.out", emulate::direct<at::_ops::addcmul_out>());
+  m.impl("addcmul_", emulate::direct<at::_ops::addcmul_>());
+  m.impl("addmm", emulate::viaOut<at::_ops::addmm, at::_ops::addmm_out, &shape_addmm>("addmm.out"));
+  m.impl("addmm.out", emulate::direct<at::_ops::addmm_out>());
+  m.impl("addmm_", emulate::direct<at::_ops::addmm_>());
+  m.impl("all", emulate::viaOut<at::_ops::all, at::_ops::all_all_out, &shape_all>("all.all_out"));
+  m.impl("all.all_out", emulate::direct<at::_ops::all_all_out>());
+  m.impl("amax", emulate::viaOut<at::_ops::amax, at::_ops::amax_out, &shape_amax>("amax.out"));
+  m.impl("amax.out", emulate::direct<at::_ops::amax_out>());
+  m.impl("amin", emulate::viaOut<at::_ops::amin, at::_ops::amin_out, &shape_amin>("amin.out"));
+  m.impl("amin.out", emulate::direct<at::_ops::amin_out>());
+  m.impl("any", emulate::viaOut<at::_ops::any, at::_ops::any_all_out, &shape_any>("any.all_out"));
+  m.impl("any.all_out", emulate::direct<at::_ops::any_all_out>());
+  m.impl("arange.start_out", emulate::direct<at::_ops::arange_start_out>());
+  m.impl("argmax", emulate::viaOut<at::_ops::argmax, at::_ops::argmax_out, &shape_argmax>("argmax.out"));
+  m.impl("argmax.out", emulate::direct<at::_ops::argmax_out>());
+  m.impl("argmin", emulate::viaOut<at::_ops::argmin, at::_ops::argmin_out, &shape_argmin>("argmin.out"));
+  m.impl("argmin.out", emulate::direct<at::_ops::argmin_out>());
+  m.impl("baddbmm", emulate::viaOut<at::_ops::baddbmm, at::_ops::baddbmm_out, &shape_baddbmm>("baddbmm.out"));
+  m.impl("baddbmm.out", emulate::direct<at::_ops::baddbmm_out>());
+  m.impl("baddbmm_", emulate::direct<at::_ops::baddbmm_>());
+  m.impl("bernoulli", emulate::direct<at::_ops::bernoulli>());
+  m.impl("bernoulli.out", emulate::direct<at::_ops::bernoulli_out>());
+  m.impl("bernoulli_.float", emulate::direct<at::_ops::bernoulli__float>());
+  m.impl("bitwise_and.Tensor", emulate::viaOut<at::_ops::bitwise_and_Tensor, at::_ops::bitwise_and_Tensor_out, &shape_bitwise_and_Tensor>("bitwise_and.Tensor_out"));
+  m.impl("bitwise_and.Tensor_out", emulate::direct<at::_ops::bitwise_and_Tensor_out>());
+  m.impl("bitwise_and_.Tensor", emulate::direct<at::_ops::bitwise_and__Tensor>());
+  m.impl("bmm", emulate::viaOut<at::_ops::bmm, at::_ops::bmm_out, &shape_bmm>("bmm.out"));
+  m.impl("bmm.out", emulate::direct<at::_ops::bmm_out>());
+  m.impl("cat", emulate::viaOut<at::_ops::cat, at::_ops::cat_out, &shape_cat>("cat.out"));
+  m.impl("cat.out", emulate::direct<at::_ops::cat_out>());
+  m.impl("ceil", emulate::viaOut<at::_ops::ceil, at::_ops::ceil_out, &shape_ceil>("ceil.out"));
+  m.impl("ceil.out", emulate::direct<at::_ops::ceil_out>());
+  m.impl("ceil_", emulate::direct<at::_ops::ceil_>());
+  m.impl("clamp", emulate::viaOut<at::_ops::clamp, at::_ops::clamp_out, &shape_clamp>("clamp.out"));
+  m.impl("clamp.Tensor", emulate::viaOut<at::_ops::clamp_Tensor, at::_ops::clamp_Tensor_out, &shape_clamp_Tensor>("clamp.Tensor_out"));
+  m.impl("clamp.Tensor_out", emulate::direct<at::_ops::clamp_Tensor_out>());
+  m.impl("clamp.out", emulate::direct<at::_ops::clamp_out>());
+  m.impl("clamp_", emulate::direct<at::_ops::clamp_>());
+  m.impl("clamp_.Tensor", emulate::direct<at::_ops::clamp__Tensor>());
+  m.impl("clamp_min", emulate::viaOut<at::_ops::clamp_min, at::_ops::clamp_min_out, &shape_clamp_min>("clamp_min.out"));
+  m.impl("clamp_min.out", emulate::direct<at::_ops::clamp_min_out>());
+  m.impl("clamp_min_", emulate::direct<at::_ops::clamp_min_>());
   m.impl("convolution_backward_overrideable", TORCH_FN(::accgen::runtime::hooks::convolutionBackwardOverrideable));
   m.impl("convolution_overrideable", TORCH_FN(::accgen::runtime::hooks::convolutionOverrideable));
-  m.impl("cos", emulate::viaOut("cos.out", TORCH_FN(shape_cos)));
-  m.impl("cos.out", emulate::direct());
-  m.impl("cos_", emulate::direct());
-  m.impl("div.Tensor", emulate::viaOut("div.out", TORCH_FN(shape_div_Tensor)));
-  m.impl("div.Tensor_mode", emulate::viaOut("div.out_mode", TORCH_FN(shape_div_Tensor_mode)));
-  m.impl("div.out", emulate::direct());
-  m.impl("div.out_mode", emulate::direct());
-  m.impl("div_.Tensor", emulate::direct());
-  m.impl("div_.Tensor_mode", emulate::direct());
-  m.impl("dot", emulate::direct());
-  m.impl("dot.out", emulate::direct());
-  m.impl("eq.Scalar", emulate::viaOut("eq.Scalar_out", TORCH_FN(shape_eq_Scalar)));
-  m.impl("eq.Scalar_out", emulate::direct());
-  m.impl("eq.Tensor", emulate::viaOut("eq.Tensor_out", TORCH_FN(shape_eq_Tensor)));
-  m.impl("eq.Tensor_out", emulate::direct());
-  m.impl("eq_.Scalar", emulate::direct());
-  m.impl("eq_.Tensor", emulate::direct());
-  m.impl("equal", emulate::direct());
-  m.impl("exp", emulate::viaOut("exp.out", TORCH_FN(shape_exp)));
-  m.impl("exp.out", emulate::direct());
-  m.impl("exp_", emulate::direct());
-  m.impl("floor", emulate::viaOut("floor.out", TORCH_FN(shape_floor)));
-  m.impl("floor.out", emulate::direct());
-  m.impl("floor_", emulate::direct());
-  m.impl("gather", emulate::viaOut("gather.out", TORCH_FN(shape_gather)));
-  m.impl("gather.out", emulate::direct());
-  m.impl("ge.Scalar", emulate::viaOut("ge.Scalar_out", TORCH_FN(shape_ge_Scalar)));
-  m.impl("ge.Scalar_out", emulate::direct());
-  m.impl("ge.Tensor", emulate::viaOut("ge.Tensor_out", TORCH_FN(shape_ge_Tensor)));
-  m.impl("ge.Tensor_out", emulate::direct());
-  m.impl("ge_.Scalar", emulate::direct());
-  m.impl("ge_.Tensor", emulate::direct());
-  m.impl("gelu", emulate::viaOut("gelu.out", TORCH_FN(shape_gelu)));
-  m.impl("gelu.out", emulate::direct());
-  m.impl("gelu_", emulate::direct());
-  m.impl("gelu_backward", emulate::viaOut("gelu_backward.grad_input", TORCH_FN(shape_gelu_backward)));
-  m.impl("gelu_backward.grad_input", emulate::direct());
-  m.impl("gt.Scalar", emulate::viaOut("gt.Scalar_out", TORCH_FN(shape_gt_Scalar)));
-  m.impl("gt.Scalar_out", emulate::direct());
-  m.impl("gt.Tensor", emulate::viaOut("gt.Tensor_out", TORCH_FN(shape_gt_Tensor)));
-  m.impl("gt.Tensor_out", emulate::direct());
-  m.impl("gt_.Scalar", emulate::direct());
-  m.impl("gt_.Tensor", emulate::direct());
-  m.impl("index.Tensor", emulate::direct());
-  m.impl("index.Tensor_out", emulate::direct());
-  m.impl("index_select", emulate::direct());
-  m.impl("index_select.out", emulate::direct());
-  m.impl("isnan", emulate::direct());
-  m.impl("le.Scalar", emulate::viaOut("le.Scalar_out", TORCH_FN(shape_le_Scalar)));
-  m.impl("le.Scalar_out", emulate::direct());
-  m.impl("le.Tensor", emulate::viaOut("le.Tensor_out", TORCH_FN(shape_le_Tensor)));
-  m.impl("le.Tensor_out", emulate::direct());
-  m.impl("le_.Scalar", emulate::direct());
-  m.impl("le_.Tensor", emulate::direct());
-  m.impl("lerp.Scalar", emulate::viaOut("lerp.Scalar_out", TORCH_FN(shape_lerp_Scalar)));
-  m.impl("lerp.Scalar_out", emulate::direct());
+  m.impl("cos", emulate::viaOut<at::_ops::cos, at::_ops::cos_out, &shape_cos>("cos.out"));
+  m.impl("cos.out", emulate::direct<at::_ops::cos_out>());
+  m.impl("cos_", emulate::direct<at::_ops::cos_>());
+  m.impl("div.Tensor", emulate::viaOut<at::_ops::div_Tensor, at::_ops::div_out, &shape_div_Tensor>("div.out"));
+  m.impl("div.Tensor_mode", emulate::viaOut<at::_ops::div_Tensor_mode, at::_ops::div_out_mode, &shape_div_Tensor_mode>("div.out_mode"));
+  m.impl("div.out", emulate::direct<at::_ops::div_out>());
+  m.impl("div.out_mode", emulate::direct<at::_ops::div_out_mode>());
+  m.impl("div_.Tensor", emulate::direct<at::_ops::div__Tensor>());
+  m.impl("div_.Tensor_mode", emulate::direct<at::_ops::div__Tensor_mode>());
+  m.impl("dot", emulate::direct<at::_ops::dot>());
+  m.impl("dot.out", emulate::direct<at::_ops::dot_out>());
+  m.impl("eq.Scalar", emulate::viaOut<at::_ops::eq_Scalar, at::_ops::eq_Scalar_out, &shape_eq_Scalar>("eq.Scalar_out"));
+  m.impl("eq.Scalar_out", emulate::direct<at::_ops::eq_Scalar_out>());
+  m.impl("eq.Tensor", emulate::viaOut<at::_ops::eq_Tensor, at::_ops::eq_Tensor_out, &shape_eq_Tensor>("eq.Tensor_out"));
+  m.impl("eq.Tensor_out", emulate::direct<at::_ops::eq_Tensor_out>());
+  m.impl("eq_.Scalar", emulate::direct<at::_ops::eq__Scalar>());
+  m.impl("eq_.Tensor", emulate::direct<at::_ops::eq__Tensor>());
+  m.impl("equal", emulate::direct<at::_ops::equal>());
+  m.impl("exp", emulate::viaOut<at::_ops::exp, at::_ops::exp_out, &shape_exp>("exp.out"));
+  m.impl("exp.out", emulate::direct<at::_ops::exp_out>());
+  m.impl("exp_", emulate::direct<at::_ops::exp_>());
+  m.impl("floor", emulate::viaOut<at::_ops::floor, at::_ops::floor_out, &shape_floor>("floor.out"));
+  m.impl("floor.out", emulate::direct<at::_ops::floor_out>());
+  m.impl("floor_", emulate::direct<at::_ops::floor_>());
+  m.impl("gather", emulate::viaOut<at::_ops::gather, at::_ops::gather_out, &shape_gather>("gather.out"));
+  m.impl("gather.out", emulate::direct<at::_ops::gather_out>());
+  m.impl("ge.Scalar", emulate::viaOut<at::_ops::ge_Scalar, at::_ops::ge_Scalar_out, &shape_ge_Scalar>("ge.Scalar_out"));
+  m.impl("ge.Scalar_out", emulate::direct<at::_ops::ge_Scalar_out>());
+  m.impl("ge.Tensor", emulate::viaOut<at::_ops::ge_Tensor, at::_ops::ge_Tensor_out, &shape_ge_Tensor>("ge.Tensor_out"));
+  m.impl("ge.Tensor_out", emulate::direct<at::_ops::ge_Tensor_out>());
+  m.impl("ge_.Scalar", emulate::direct<at::_ops::ge__Scalar>());
+  m.impl("ge_.Tensor", emulate::direct<at::_ops::ge__Tensor>());
+  m.impl("gelu", emulate::viaOut<at::_ops::gelu, at::_ops::gelu_out, &shape_gelu>("gelu.out"));
+  m.impl("gelu.out", emulate::direct<at::_ops::gelu_out>());
+  m.impl("gelu_", emulate::direct<at::_ops::gelu_>());
+  m.impl("gelu_backward", emulate::viaOut<at::_ops::gelu_backward, at::_ops::gelu_backward_grad_input, &shape_gelu_backward>("gelu_backward.grad_input"));
+  m.impl("gelu_backward.grad_input", emulate::direct<at::_ops::gelu_backward_grad_input>());
+  m.impl("gt.Scalar", emulate::viaOut<at::_ops::gt_Scalar, at::_ops::gt_Scalar_out, &shape_gt_Scalar>("gt.Scalar_out"));
+  m.impl("gt.Scalar_out", emulate::direct<at::_ops::gt_Scalar_out>());
+  m.impl("gt.Tensor", emulate::viaOut<at::_ops::gt_Tensor, at::_ops::gt_Tensor_out, &shape_gt_Tensor>("gt.Tensor_out"));
+  m.impl("gt.Tensor_out", emulate::direct<at::_ops::gt_Tensor_out>());
+  m.impl("gt_.Scalar", emulate::direct<at::_ops::gt__Scalar>());
+  m.impl("gt_.Tensor", emulate::direct<at::_ops::gt__Tensor>());
+  m.impl("index.Tensor", emulate::direct<at::_ops::index_Tensor>());
+  m.impl("index.Tensor_out", emulate::direct<at::_ops::index_Tensor_out>());
+  m.impl("index_select", emulate::direct<at::_ops::index_select>());
+  m.impl("index_select.out", emulate::direct<at::_ops::index_select_out>());
+  m.impl("isnan", emulate::direct<at::_ops::isnan>());
+  m.impl("le.Scalar", emulate::viaOut<at::_ops::le_Scalar, at::_ops::le_Scalar_out, &shape_le_Scalar>("le.Scalar_out"));
+  m.impl("le.Scalar_out", emulate::direct<at::_ops::le_Scalar_out>());
+  m.impl("le.Tensor", emulate::viaOut<at::_ops::le_Tensor, at::_ops::le_Tensor_out, &shape_le_Tensor>("le.Tensor_out"));
+  m.impl("le.Tensor_out", emulate::direct<at::_ops::le_Tensor_out>());
+  m.impl("le_.Scalar", emulate::direct<at::_ops::le__Scalar>());
+  m.impl("le_.Tensor", emulate::direct<at::_ops::le__Tensor>());
+  m.impl("lerp.Scalar", emulate::viaOut<at::_ops::lerp_Scalar, at::_ops::lerp_Scalar_out, &shape_lerp_Scalar>("lerp.Scalar_out"));
+  m.impl("lerp.Scalar_out", emulate::direct<at::_ops::lerp_Scalar_out>());
 }
 
 }  // namespace accel::emulated

@@ -3,7 +3,9 @@
 // clang-format off
 //
 // The `emulate` operators of accel, part 1 of 3: their
-// CPU kernels run on the device memory (accgen/runtime/Emulate.h). A functional
+// CPU kernels run on the device memory (accgen/runtime/Emulate.h), called
+// with each operator's own signature where the runtime's typed kernels
+// cover it (Note [Unboxed emulation]). A functional
 // operator with a C++ meta function is computed through its out= overload
 // into results allocated with the meta shapes; every other form runs
 // directly (Note [How each emulated operator runs] in docs/operators.md).
@@ -11,36 +13,82 @@
 // emulation (accgen/runtime/HookOps.h) until the spec gives them a kernel.
 // Moving an operator to real hardware is one word in specs/operators.yaml:
 // kind emulate becomes kernel.
+#include <ATen/ops/lerp_ops.h>
 #include <ATen/ops/log1p_meta_dispatch.h>
+#include <ATen/ops/log1p_ops.h>
 #include <ATen/ops/log_meta_dispatch.h>
+#include <ATen/ops/log_ops.h>
+#include <ATen/ops/logical_and_ops.h>
+#include <ATen/ops/logical_not_ops.h>
 #include <ATen/ops/lt_meta_dispatch.h>
+#include <ATen/ops/lt_ops.h>
+#include <ATen/ops/masked_fill_ops.h>
+#include <ATen/ops/masked_select_ops.h>
 #include <ATen/ops/max_meta_dispatch.h>
+#include <ATen/ops/max_ops.h>
 #include <ATen/ops/maximum_meta_dispatch.h>
+#include <ATen/ops/maximum_ops.h>
 #include <ATen/ops/mean_meta_dispatch.h>
+#include <ATen/ops/mean_ops.h>
 #include <ATen/ops/min_meta_dispatch.h>
+#include <ATen/ops/min_ops.h>
 #include <ATen/ops/minimum_meta_dispatch.h>
+#include <ATen/ops/minimum_ops.h>
 #include <ATen/ops/mm_meta_dispatch.h>
+#include <ATen/ops/mm_ops.h>
+#include <ATen/ops/mse_loss_backward_ops.h>
 #include <ATen/ops/mse_loss_meta_dispatch.h>
+#include <ATen/ops/mse_loss_ops.h>
 #include <ATen/ops/mul_meta_dispatch.h>
+#include <ATen/ops/mul_ops.h>
+#include <ATen/ops/mv_ops.h>
+#include <ATen/ops/native_group_norm_backward_ops.h>
+#include <ATen/ops/native_group_norm_ops.h>
+#include <ATen/ops/native_layer_norm_backward_ops.h>
+#include <ATen/ops/native_layer_norm_ops.h>
 #include <ATen/ops/ne_meta_dispatch.h>
+#include <ATen/ops/ne_ops.h>
 #include <ATen/ops/neg_meta_dispatch.h>
+#include <ATen/ops/neg_ops.h>
 #include <ATen/ops/nll_loss_backward_meta_dispatch.h>
+#include <ATen/ops/nll_loss_backward_ops.h>
 #include <ATen/ops/nll_loss_forward_meta_dispatch.h>
+#include <ATen/ops/nll_loss_forward_ops.h>
+#include <ATen/ops/nonzero_ops.h>
+#include <ATen/ops/normal_ops.h>
 #include <ATen/ops/pow_meta_dispatch.h>
+#include <ATen/ops/pow_ops.h>
 #include <ATen/ops/prod_meta_dispatch.h>
+#include <ATen/ops/prod_ops.h>
+#include <ATen/ops/random_ops.h>
 #include <ATen/ops/reciprocal_meta_dispatch.h>
+#include <ATen/ops/reciprocal_ops.h>
 #include <ATen/ops/remainder_meta_dispatch.h>
+#include <ATen/ops/remainder_ops.h>
 #include <ATen/ops/round_meta_dispatch.h>
+#include <ATen/ops/round_ops.h>
 #include <ATen/ops/rsqrt_meta_dispatch.h>
+#include <ATen/ops/rsqrt_ops.h>
 #include <ATen/ops/sigmoid_backward_meta_dispatch.h>
+#include <ATen/ops/sigmoid_backward_ops.h>
 #include <ATen/ops/sigmoid_meta_dispatch.h>
+#include <ATen/ops/sigmoid_ops.h>
 #include <ATen/ops/sign_meta_dispatch.h>
+#include <ATen/ops/sign_ops.h>
+#include <ATen/ops/sort_ops.h>
 #include <ATen/ops/sqrt_meta_dispatch.h>
+#include <ATen/ops/sqrt_ops.h>
+#include <ATen/ops/std_ops.h>
 #include <ATen/ops/sub_meta_dispatch.h>
+#include <ATen/ops/sub_ops.h>
 #include <ATen/ops/sum_meta_dispatch.h>
+#include <ATen/ops/sum_ops.h>
 #include <ATen/ops/tanh_backward_meta_dispatch.h>
+#include <ATen/ops/tanh_backward_ops.h>
 #include <ATen/ops/tanh_meta_dispatch.h>
+#include <ATen/ops/tanh_ops.h>
 #include <ATen/ops/threshold_backward_meta_dispatch.h>
+#include <ATen/ops/threshold_backward_ops.h>
 #include "csrc/Backend.h"
 
 namespace accel::emulated {
@@ -215,126 +263,126 @@ at::Tensor shape_threshold_backward(const at::Tensor& grad_output, const at::Ten
 }  // namespace
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("lerp_.Scalar", emulate::direct());
-  m.impl("log", emulate::viaOut("log.out", TORCH_FN(shape_log)));
-  m.impl("log.out", emulate::direct());
-  m.impl("log1p", emulate::viaOut("log1p.out", TORCH_FN(shape_log1p)));
-  m.impl("log1p.out", emulate::direct());
-  m.impl("log1p_", emulate::direct());
-  m.impl("log_", emulate::direct());
-  m.impl("logical_and", emulate::direct());
-  m.impl("logical_and.out", emulate::direct());
-  m.impl("logical_and_", emulate::direct());
-  m.impl("logical_not", emulate::direct());
-  m.impl("logical_not.out", emulate::direct());
-  m.impl("logical_not_", emulate::direct());
-  m.impl("lt.Scalar", emulate::viaOut("lt.Scalar_out", TORCH_FN(shape_lt_Scalar)));
-  m.impl("lt.Scalar_out", emulate::direct());
-  m.impl("lt.Tensor", emulate::viaOut("lt.Tensor_out", TORCH_FN(shape_lt_Tensor)));
-  m.impl("lt.Tensor_out", emulate::direct());
-  m.impl("lt_.Scalar", emulate::direct());
-  m.impl("lt_.Tensor", emulate::direct());
-  m.impl("masked_fill.Scalar", emulate::direct());
-  m.impl("masked_fill.Tensor", emulate::direct());
-  m.impl("masked_fill_.Scalar", emulate::direct());
-  m.impl("masked_fill_.Tensor", emulate::direct());
-  m.impl("masked_select", emulate::direct());
-  m.impl("masked_select.out", emulate::direct());
-  m.impl("max", emulate::direct());
-  m.impl("max.dim", emulate::viaOut("max.dim_max", TORCH_FN(shape_max_dim)));
-  m.impl("max.dim_max", emulate::direct());
-  m.impl("max.unary_out", emulate::direct());
-  m.impl("maximum", emulate::viaOut("maximum.out", TORCH_FN(shape_maximum)));
-  m.impl("maximum.out", emulate::direct());
-  m.impl("mean.dim", emulate::viaOut("mean.out", TORCH_FN(shape_mean_dim)));
-  m.impl("mean.out", emulate::direct());
-  m.impl("min", emulate::direct());
-  m.impl("min.dim", emulate::viaOut("min.dim_min", TORCH_FN(shape_min_dim)));
-  m.impl("min.dim_min", emulate::direct());
-  m.impl("min.unary_out", emulate::direct());
-  m.impl("minimum", emulate::viaOut("minimum.out", TORCH_FN(shape_minimum)));
-  m.impl("minimum.out", emulate::direct());
-  m.impl("mm", emulate::viaOut("mm.out", TORCH_FN(shape_mm)));
-  m.impl("mm.out", emulate::direct());
-  m.impl("mse_loss", emulate::viaOut("mse_loss.out", TORCH_FN(shape_mse_loss)));
-  m.impl("mse_loss.out", emulate::direct());
-  m.impl("mse_loss_backward", emulate::direct());
-  m.impl("mse_loss_backward.grad_input", emulate::direct());
-  m.impl("mul.Tensor", emulate::viaOut("mul.out", TORCH_FN(shape_mul_Tensor)));
-  m.impl("mul.out", emulate::direct());
-  m.impl("mul_.Tensor", emulate::direct());
-  m.impl("mv", emulate::direct());
-  m.impl("mv.out", emulate::direct());
-  m.impl("native_group_norm", emulate::direct());
-  m.impl("native_group_norm_backward", emulate::direct());
-  m.impl("native_layer_norm", emulate::direct());
-  m.impl("native_layer_norm_backward", emulate::direct());
-  m.impl("ne.Scalar", emulate::viaOut("ne.Scalar_out", TORCH_FN(shape_ne_Scalar)));
-  m.impl("ne.Scalar_out", emulate::direct());
-  m.impl("ne.Tensor", emulate::viaOut("ne.Tensor_out", TORCH_FN(shape_ne_Tensor)));
-  m.impl("ne.Tensor_out", emulate::direct());
-  m.impl("ne_.Scalar", emulate::direct());
-  m.impl("ne_.Tensor", emulate::direct());
-  m.impl("neg", emulate::viaOut("neg.out", TORCH_FN(shape_neg)));
-  m.impl("neg.out", emulate::direct());
-  m.impl("neg_", emulate::direct());
-  m.impl("nll_loss_backward", emulate::viaOut("nll_loss_backward.grad_input", TORCH_FN(shape_nll_loss_backward)));
-  m.impl("nll_loss_backward.grad_input", emulate::direct());
-  m.impl("nll_loss_forward", emulate::viaOut("nll_loss_forward.output", TORCH_FN(shape_nll_loss_forward)));
-  m.impl("nll_loss_forward.output", emulate::direct());
-  m.impl("nonzero", emulate::direct());
-  m.impl("nonzero.out", emulate::direct());
-  m.impl("normal_", emulate::direct());
-  m.impl("normal_functional", emulate::direct());
-  m.impl("pow.Tensor_Scalar", emulate::viaOut("pow.Tensor_Scalar_out", TORCH_FN(shape_pow_Tensor_Scalar)));
-  m.impl("pow.Tensor_Scalar_out", emulate::direct());
-  m.impl("pow.Tensor_Tensor", emulate::viaOut("pow.Tensor_Tensor_out", TORCH_FN(shape_pow_Tensor_Tensor)));
-  m.impl("pow.Tensor_Tensor_out", emulate::direct());
-  m.impl("pow_.Scalar", emulate::direct());
-  m.impl("pow_.Tensor", emulate::direct());
-  m.impl("prod.dim_int", emulate::viaOut("prod.int_out", TORCH_FN(shape_prod_dim_int)));
-  m.impl("prod.int_out", emulate::direct());
-  m.impl("random_", emulate::direct());
-  m.impl("random_.from", emulate::direct());
-  m.impl("random_.to", emulate::direct());
-  m.impl("reciprocal", emulate::viaOut("reciprocal.out", TORCH_FN(shape_reciprocal)));
-  m.impl("reciprocal.out", emulate::direct());
-  m.impl("reciprocal_", emulate::direct());
-  m.impl("remainder.Tensor", emulate::viaOut("remainder.Tensor_out", TORCH_FN(shape_remainder_Tensor)));
-  m.impl("remainder.Tensor_out", emulate::direct());
-  m.impl("remainder_.Tensor", emulate::direct());
-  m.impl("round", emulate::viaOut("round.out", TORCH_FN(shape_round)));
-  m.impl("round.out", emulate::direct());
-  m.impl("round_", emulate::direct());
-  m.impl("rsqrt", emulate::viaOut("rsqrt.out", TORCH_FN(shape_rsqrt)));
-  m.impl("rsqrt.out", emulate::direct());
-  m.impl("rsqrt_", emulate::direct());
-  m.impl("sigmoid", emulate::viaOut("sigmoid.out", TORCH_FN(shape_sigmoid)));
-  m.impl("sigmoid.out", emulate::direct());
-  m.impl("sigmoid_", emulate::direct());
-  m.impl("sigmoid_backward", emulate::viaOut("sigmoid_backward.grad_input", TORCH_FN(shape_sigmoid_backward)));
-  m.impl("sigmoid_backward.grad_input", emulate::direct());
-  m.impl("sign", emulate::viaOut("sign.out", TORCH_FN(shape_sign)));
-  m.impl("sign.out", emulate::direct());
-  m.impl("sign_", emulate::direct());
-  m.impl("sort", emulate::direct());
-  m.impl("sort.values", emulate::direct());
-  m.impl("sqrt", emulate::viaOut("sqrt.out", TORCH_FN(shape_sqrt)));
-  m.impl("sqrt.out", emulate::direct());
-  m.impl("sqrt_", emulate::direct());
-  m.impl("std.correction", emulate::direct());
-  m.impl("std.correction_out", emulate::direct());
-  m.impl("sub.Tensor", emulate::viaOut("sub.out", TORCH_FN(shape_sub_Tensor)));
-  m.impl("sub.out", emulate::direct());
-  m.impl("sub_.Tensor", emulate::direct());
-  m.impl("sum.IntList_out", emulate::direct());
-  m.impl("sum.dim_IntList", emulate::viaOut("sum.IntList_out", TORCH_FN(shape_sum_dim_IntList)));
-  m.impl("tanh", emulate::viaOut("tanh.out", TORCH_FN(shape_tanh)));
-  m.impl("tanh.out", emulate::direct());
-  m.impl("tanh_", emulate::direct());
-  m.impl("tanh_backward", emulate::viaOut("tanh_backward.grad_input", TORCH_FN(shape_tanh_backward)));
-  m.impl("tanh_backward.grad_input", emulate::direct());
-  m.impl("threshold_backward", emulate::viaOut("threshold_backward.grad_input", TORCH_FN(shape_threshold_backward)));
+  m.impl("lerp_.Scalar", emulate::direct<at::_ops::lerp__Scalar>());
+  m.impl("log", emulate::viaOut<at::_ops::log, at::_ops::log_out, &shape_log>("log.out"));
+  m.impl("log.out", emulate::direct<at::_ops::log_out>());
+  m.impl("log1p", emulate::viaOut<at::_ops::log1p, at::_ops::log1p_out, &shape_log1p>("log1p.out"));
+  m.impl("log1p.out", emulate::direct<at::_ops::log1p_out>());
+  m.impl("log1p_", emulate::direct<at::_ops::log1p_>());
+  m.impl("log_", emulate::direct<at::_ops::log_>());
+  m.impl("logical_and", emulate::direct<at::_ops::logical_and>());
+  m.impl("logical_and.out", emulate::direct<at::_ops::logical_and_out>());
+  m.impl("logical_and_", emulate::direct<at::_ops::logical_and_>());
+  m.impl("logical_not", emulate::direct<at::_ops::logical_not>());
+  m.impl("logical_not.out", emulate::direct<at::_ops::logical_not_out>());
+  m.impl("logical_not_", emulate::direct<at::_ops::logical_not_>());
+  m.impl("lt.Scalar", emulate::viaOut<at::_ops::lt_Scalar, at::_ops::lt_Scalar_out, &shape_lt_Scalar>("lt.Scalar_out"));
+  m.impl("lt.Scalar_out", emulate::direct<at::_ops::lt_Scalar_out>());
+  m.impl("lt.Tensor", emulate::viaOut<at::_ops::lt_Tensor, at::_ops::lt_Tensor_out, &shape_lt_Tensor>("lt.Tensor_out"));
+  m.impl("lt.Tensor_out", emulate::direct<at::_ops::lt_Tensor_out>());
+  m.impl("lt_.Scalar", emulate::direct<at::_ops::lt__Scalar>());
+  m.impl("lt_.Tensor", emulate::direct<at::_ops::lt__Tensor>());
+  m.impl("masked_fill.Scalar", emulate::direct<at::_ops::masked_fill_Scalar>());
+  m.impl("masked_fill.Tensor", emulate::direct<at::_ops::masked_fill_Tensor>());
+  m.impl("masked_fill_.Scalar", emulate::direct<at::_ops::masked_fill__Scalar>());
+  m.impl("masked_fill_.Tensor", emulate::direct<at::_ops::masked_fill__Tensor>());
+  m.impl("masked_select", emulate::direct<at::_ops::masked_select>());
+  m.impl("masked_select.out", emulate::direct<at::_ops::masked_select_out>());
+  m.impl("max", emulate::direct<at::_ops::max>());
+  m.impl("max.dim", emulate::viaOut<at::_ops::max_dim, at::_ops::max_dim_max, &shape_max_dim>("max.dim_max"));
+  m.impl("max.dim_max", emulate::direct<at::_ops::max_dim_max>());
+  m.impl("max.unary_out", emulate::direct<at::_ops::max_unary_out>());
+  m.impl("maximum", emulate::viaOut<at::_ops::maximum, at::_ops::maximum_out, &shape_maximum>("maximum.out"));
+  m.impl("maximum.out", emulate::direct<at::_ops::maximum_out>());
+  m.impl("mean.dim", emulate::viaOut<at::_ops::mean_dim, at::_ops::mean_out, &shape_mean_dim>("mean.out"));
+  m.impl("mean.out", emulate::direct<at::_ops::mean_out>());
+  m.impl("min", emulate::direct<at::_ops::min>());
+  m.impl("min.dim", emulate::viaOut<at::_ops::min_dim, at::_ops::min_dim_min, &shape_min_dim>("min.dim_min"));
+  m.impl("min.dim_min", emulate::direct<at::_ops::min_dim_min>());
+  m.impl("min.unary_out", emulate::direct<at::_ops::min_unary_out>());
+  m.impl("minimum", emulate::viaOut<at::_ops::minimum, at::_ops::minimum_out, &shape_minimum>("minimum.out"));
+  m.impl("minimum.out", emulate::direct<at::_ops::minimum_out>());
+  m.impl("mm", emulate::viaOut<at::_ops::mm, at::_ops::mm_out, &shape_mm>("mm.out"));
+  m.impl("mm.out", emulate::direct<at::_ops::mm_out>());
+  m.impl("mse_loss", emulate::viaOut<at::_ops::mse_loss, at::_ops::mse_loss_out, &shape_mse_loss>("mse_loss.out"));
+  m.impl("mse_loss.out", emulate::direct<at::_ops::mse_loss_out>());
+  m.impl("mse_loss_backward", emulate::direct<at::_ops::mse_loss_backward>());
+  m.impl("mse_loss_backward.grad_input", emulate::direct<at::_ops::mse_loss_backward_grad_input>());
+  m.impl("mul.Tensor", emulate::viaOut<at::_ops::mul_Tensor, at::_ops::mul_out, &shape_mul_Tensor>("mul.out"));
+  m.impl("mul.out", emulate::direct<at::_ops::mul_out>());
+  m.impl("mul_.Tensor", emulate::direct<at::_ops::mul__Tensor>());
+  m.impl("mv", emulate::direct<at::_ops::mv>());
+  m.impl("mv.out", emulate::direct<at::_ops::mv_out>());
+  m.impl("native_group_norm", emulate::direct<at::_ops::native_group_norm>());
+  m.impl("native_group_norm_backward", emulate::direct<at::_ops::native_group_norm_backward>());
+  m.impl("native_layer_norm", emulate::direct<at::_ops::native_layer_norm>());
+  m.impl("native_layer_norm_backward", emulate::direct<at::_ops::native_layer_norm_backward>());
+  m.impl("ne.Scalar", emulate::viaOut<at::_ops::ne_Scalar, at::_ops::ne_Scalar_out, &shape_ne_Scalar>("ne.Scalar_out"));
+  m.impl("ne.Scalar_out", emulate::direct<at::_ops::ne_Scalar_out>());
+  m.impl("ne.Tensor", emulate::viaOut<at::_ops::ne_Tensor, at::_ops::ne_Tensor_out, &shape_ne_Tensor>("ne.Tensor_out"));
+  m.impl("ne.Tensor_out", emulate::direct<at::_ops::ne_Tensor_out>());
+  m.impl("ne_.Scalar", emulate::direct<at::_ops::ne__Scalar>());
+  m.impl("ne_.Tensor", emulate::direct<at::_ops::ne__Tensor>());
+  m.impl("neg", emulate::viaOut<at::_ops::neg, at::_ops::neg_out, &shape_neg>("neg.out"));
+  m.impl("neg.out", emulate::direct<at::_ops::neg_out>());
+  m.impl("neg_", emulate::direct<at::_ops::neg_>());
+  m.impl("nll_loss_backward", emulate::viaOut<at::_ops::nll_loss_backward, at::_ops::nll_loss_backward_grad_input, &shape_nll_loss_backward>("nll_loss_backward.grad_input"));
+  m.impl("nll_loss_backward.grad_input", emulate::direct<at::_ops::nll_loss_backward_grad_input>());
+  m.impl("nll_loss_forward", emulate::viaOut<at::_ops::nll_loss_forward, at::_ops::nll_loss_forward_output, &shape_nll_loss_forward>("nll_loss_forward.output"));
+  m.impl("nll_loss_forward.output", emulate::direct<at::_ops::nll_loss_forward_output>());
+  m.impl("nonzero", emulate::direct<at::_ops::nonzero>());
+  m.impl("nonzero.out", emulate::direct<at::_ops::nonzero_out>());
+  m.impl("normal_", emulate::direct<at::_ops::normal_>());
+  m.impl("normal_functional", emulate::direct<at::_ops::normal_functional>());
+  m.impl("pow.Tensor_Scalar", emulate::viaOut<at::_ops::pow_Tensor_Scalar, at::_ops::pow_Tensor_Scalar_out, &shape_pow_Tensor_Scalar>("pow.Tensor_Scalar_out"));
+  m.impl("pow.Tensor_Scalar_out", emulate::direct<at::_ops::pow_Tensor_Scalar_out>());
+  m.impl("pow.Tensor_Tensor", emulate::viaOut<at::_ops::pow_Tensor_Tensor, at::_ops::pow_Tensor_Tensor_out, &shape_pow_Tensor_Tensor>("pow.Tensor_Tensor_out"));
+  m.impl("pow.Tensor_Tensor_out", emulate::direct<at::_ops::pow_Tensor_Tensor_out>());
+  m.impl("pow_.Scalar", emulate::direct<at::_ops::pow__Scalar>());
+  m.impl("pow_.Tensor", emulate::direct<at::_ops::pow__Tensor>());
+  m.impl("prod.dim_int", emulate::viaOut<at::_ops::prod_dim_int, at::_ops::prod_int_out, &shape_prod_dim_int>("prod.int_out"));
+  m.impl("prod.int_out", emulate::direct<at::_ops::prod_int_out>());
+  m.impl("random_", emulate::direct<at::_ops::random_>());
+  m.impl("random_.from", emulate::direct<at::_ops::random__from>());
+  m.impl("random_.to", emulate::direct<at::_ops::random__to>());
+  m.impl("reciprocal", emulate::viaOut<at::_ops::reciprocal, at::_ops::reciprocal_out, &shape_reciprocal>("reciprocal.out"));
+  m.impl("reciprocal.out", emulate::direct<at::_ops::reciprocal_out>());
+  m.impl("reciprocal_", emulate::direct<at::_ops::reciprocal_>());
+  m.impl("remainder.Tensor", emulate::viaOut<at::_ops::remainder_Tensor, at::_ops::remainder_Tensor_out, &shape_remainder_Tensor>("remainder.Tensor_out"));
+  m.impl("remainder.Tensor_out", emulate::direct<at::_ops::remainder_Tensor_out>());
+  m.impl("remainder_.Tensor", emulate::direct<at::_ops::remainder__Tensor>());
+  m.impl("round", emulate::viaOut<at::_ops::round, at::_ops::round_out, &shape_round>("round.out"));
+  m.impl("round.out", emulate::direct<at::_ops::round_out>());
+  m.impl("round_", emulate::direct<at::_ops::round_>());
+  m.impl("rsqrt", emulate::viaOut<at::_ops::rsqrt, at::_ops::rsqrt_out, &shape_rsqrt>("rsqrt.out"));
+  m.impl("rsqrt.out", emulate::direct<at::_ops::rsqrt_out>());
+  m.impl("rsqrt_", emulate::direct<at::_ops::rsqrt_>());
+  m.impl("sigmoid", emulate::viaOut<at::_ops::sigmoid, at::_ops::sigmoid_out, &shape_sigmoid>("sigmoid.out"));
+  m.impl("sigmoid.out", emulate::direct<at::_ops::sigmoid_out>());
+  m.impl("sigmoid_", emulate::direct<at::_ops::sigmoid_>());
+  m.impl("sigmoid_backward", emulate::viaOut<at::_ops::sigmoid_backward, at::_ops::sigmoid_backward_grad_input, &shape_sigmoid_backward>("sigmoid_backward.grad_input"));
+  m.impl("sigmoid_backward.grad_input", emulate::direct<at::_ops::sigmoid_backward_grad_input>());
+  m.impl("sign", emulate::viaOut<at::_ops::sign, at::_ops::sign_out, &shape_sign>("sign.out"));
+  m.impl("sign.out", emulate::direct<at::_ops::sign_out>());
+  m.impl("sign_", emulate::direct<at::_ops::sign_>());
+  m.impl("sort", emulate::direct<at::_ops::sort>());
+  m.impl("sort.values", emulate::direct<at::_ops::sort_values>());
+  m.impl("sqrt", emulate::viaOut<at::_ops::sqrt, at::_ops::sqrt_out, &shape_sqrt>("sqrt.out"));
+  m.impl("sqrt.out", emulate::direct<at::_ops::sqrt_out>());
+  m.impl("sqrt_", emulate::direct<at::_ops::sqrt_>());
+  m.impl("std.correction", emulate::direct<at::_ops::std_correction>());
+  m.impl("std.correction_out", emulate::direct<at::_ops::std_correction_out>());
+  m.impl("sub.Tensor", emulate::viaOut<at::_ops::sub_Tensor, at::_ops::sub_out, &shape_sub_Tensor>("sub.out"));
+  m.impl("sub.out", emulate::direct<at::_ops::sub_out>());
+  m.impl("sub_.Tensor", emulate::direct<at::_ops::sub__Tensor>());
+  m.impl("sum.IntList_out", emulate::direct<at::_ops::sum_IntList_out>());
+  m.impl("sum.dim_IntList", emulate::viaOut<at::_ops::sum_dim_IntList, at::_ops::sum_IntList_out, &shape_sum_dim_IntList>("sum.IntList_out"));
+  m.impl("tanh", emulate::viaOut<at::_ops::tanh, at::_ops::tanh_out, &shape_tanh>("tanh.out"));
+  m.impl("tanh.out", emulate::direct<at::_ops::tanh_out>());
+  m.impl("tanh_", emulate::direct<at::_ops::tanh_>());
+  m.impl("tanh_backward", emulate::viaOut<at::_ops::tanh_backward, at::_ops::tanh_backward_grad_input, &shape_tanh_backward>("tanh_backward.grad_input"));
+  m.impl("tanh_backward.grad_input", emulate::direct<at::_ops::tanh_backward_grad_input>());
+  m.impl("threshold_backward", emulate::viaOut<at::_ops::threshold_backward, at::_ops::threshold_backward_grad_input, &shape_threshold_backward>("threshold_backward.grad_input"));
 }
 
 }  // namespace accel::emulated

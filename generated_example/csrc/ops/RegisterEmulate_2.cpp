@@ -3,7 +3,9 @@
 // clang-format off
 //
 // The `emulate` operators of accel, part 2 of 3: their
-// CPU kernels run on the device memory (accgen/runtime/Emulate.h). A functional
+// CPU kernels run on the device memory (accgen/runtime/Emulate.h), called
+// with each operator's own signature where the runtime's typed kernels
+// cover it (Note [Unboxed emulation]). A functional
 // operator with a C++ meta function is computed through its out= overload
 // into results allocated with the meta shapes; every other form runs
 // directly (Note [How each emulated operator runs] in docs/operators.md).
@@ -11,7 +13,13 @@
 // emulation (accgen/runtime/HookOps.h) until the spec gives them a kernel.
 // Moving an operator to real hardware is one word in specs/operators.yaml:
 // kind emulate becomes kernel.
+#include <ATen/ops/threshold_backward_ops.h>
 #include <ATen/ops/topk_meta_dispatch.h>
+#include <ATen/ops/topk_ops.h>
+#include <ATen/ops/unfold_ops.h>
+#include <ATen/ops/uniform_ops.h>
+#include <ATen/ops/var_ops.h>
+#include <ATen/ops/where_ops.h>
 #include "csrc/Backend.h"
 
 namespace accel::emulated {
@@ -26,15 +34,15 @@ namespace {
 }  // namespace
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("threshold_backward.grad_input", emulate::direct());
-  m.impl("topk", emulate::viaOut("topk.values", TORCH_FN(shape_topk)));
-  m.impl("topk.values", emulate::direct());
-  m.impl("unfold", emulate::direct());
-  m.impl("uniform_", emulate::direct());
-  m.impl("var.correction", emulate::direct());
-  m.impl("var.correction_out", emulate::direct());
-  m.impl("where.self", emulate::direct());
-  m.impl("where.self_out", emulate::direct());
+  m.impl("threshold_backward.grad_input", emulate::direct<at::_ops::threshold_backward_grad_input>());
+  m.impl("topk", emulate::viaOut<at::_ops::topk, at::_ops::topk_values, &shape_topk>("topk.values"));
+  m.impl("topk.values", emulate::direct<at::_ops::topk_values>());
+  m.impl("unfold", emulate::direct<at::_ops::unfold>());
+  m.impl("uniform_", emulate::direct<at::_ops::uniform_>());
+  m.impl("var.correction", emulate::direct<at::_ops::var_correction>());
+  m.impl("var.correction_out", emulate::direct<at::_ops::var_correction_out>());
+  m.impl("where.self", emulate::direct<at::_ops::where_self>());
+  m.impl("where.self_out", emulate::direct<at::_ops::where_self_out>());
 }
 
 }  // namespace accel::emulated

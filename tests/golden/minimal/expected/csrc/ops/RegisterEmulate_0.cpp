@@ -3,7 +3,9 @@
 // clang-format off
 //
 // The `emulate` operators of tiny, part 0 of 1: their
-// CPU kernels run on the device memory (accgen/runtime/Emulate.h). A functional
+// CPU kernels run on the device memory (accgen/runtime/Emulate.h), called
+// with each operator's own signature where the runtime's typed kernels
+// cover it (Note [Unboxed emulation]). A functional
 // operator with a C++ meta function is computed through its out= overload
 // into results allocated with the meta shapes; every other form runs
 // directly (Note [How each emulated operator runs] in docs/operators.md).
@@ -12,7 +14,9 @@
 // Moving an operator to real hardware is one word in specs/operators.yaml:
 // kind emulate becomes kernel.
 #include <ATen/ops/add_meta_dispatch.h>
+#include <ATen/ops/add_ops.h>
 #include <ATen/ops/mm_meta_dispatch.h>
+#include <ATen/ops/mm_ops.h>
 #include "csrc/Backend.h"
 
 namespace tiny::emulated {
@@ -38,12 +42,12 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_thnn_fused_gru_cell_backward", TORCH_FN(::accgen::runtime::hooks::thnnFusedGruCellBackward));
   m.impl("_thnn_fused_lstm_cell", TORCH_FN(::accgen::runtime::hooks::thnnFusedLstmCell));
   m.impl("_thnn_fused_lstm_cell_backward_impl", TORCH_FN(::accgen::runtime::hooks::thnnFusedLstmCellBackwardImpl));
-  m.impl("add.Tensor", emulate::viaOut("add.out", TORCH_FN(shape_add_Tensor)));
-  m.impl("add.out", emulate::direct());
-  m.impl("add_.Tensor", emulate::direct());
+  m.impl("add.Tensor", emulate::viaOut<at::_ops::add_Tensor, at::_ops::add_out, &shape_add_Tensor>("add.out"));
+  m.impl("add.out", emulate::direct<at::_ops::add_out>());
+  m.impl("add_.Tensor", emulate::direct<at::_ops::add__Tensor>());
   m.impl("convolution_backward_overrideable", TORCH_FN(::accgen::runtime::hooks::convolutionBackwardOverrideable));
   m.impl("convolution_overrideable", TORCH_FN(::accgen::runtime::hooks::convolutionOverrideable));
-  m.impl("mm", emulate::viaOut("mm.out", TORCH_FN(shape_mm)));
+  m.impl("mm", emulate::viaOut<at::_ops::mm, at::_ops::mm_out, &shape_mm>("mm.out"));
 }
 
 }  // namespace tiny::emulated
