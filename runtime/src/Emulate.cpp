@@ -138,24 +138,10 @@ struct Plan {
 
 // Copies `nbytes` of `host` to `device_data` on the current stream of the
 // device holding it; the launch owns the host tensor until the copy ran.
-struct HostToDevice {
-  void* device_data;
-  at::Tensor host;
-  std::size_t nbytes;
-};
-
-accError_t copyHostToDevice(HostToDevice& copy) {
-  std::memcpy(copy.device_data, copy.host.const_data_ptr(), copy.nbytes);
-  return accSuccess;
-}
-
 void copyAsync(void* device_data, at::Tensor host, std::size_t nbytes) {
-  const void* buffers[] = {device_data};
-  launchOwning<HostToDevice, &copyHostToDevice>(
-      currentNativeStream(),
-      std::make_unique<HostToDevice>(
-          HostToDevice{device_data, std::move(host), nbytes}),
-      buffers);
+  DeviceCopies copies;
+  copies.addInto(device_data, std::move(host), nbytes);
+  copies.launch();
 }
 
 // The tensor argument `value` of `kind` (Tensor, Tensor[] or Tensor?[]) with
@@ -363,6 +349,7 @@ bool runDirect(const c10::OperatorHandle& op, const Plan& plan,
       value = std::move(mapped);
     }
   }
+  aliases.launchCopies();
   return reshaped;
 }
 
@@ -945,18 +932,62 @@ at::Tensor hostAlias(const at::Tensor& device_tensor) {
 // new device tensor, copied by a kernel that owns the host tensor until it
 // ran, so that nothing waits for it (the stream orders what reads it).
 at::Tensor copyToDevice(at::Tensor host, c10::Device device) {
+  DeviceCopies copies;
+  at::Tensor result = copies.add(std::move(host), device);
+  copies.launch();
+  return result;
+}
+
+namespace {
+
+struct PendingCopies {
+  std::vector<DeviceCopies::Copy> copies;
+};
+
+accError_t runCopies(PendingCopies& pending) {
+  for (const DeviceCopies::Copy& copy : pending.copies) {
+    std::memcpy(copy.device_data, copy.host.const_data_ptr(), copy.nbytes);
+  }
+  return accSuccess;
+}
+
+}  // namespace
+
+at::Tensor DeviceCopies::add(at::Tensor host, c10::Device device) {
   if (!host.is_non_overlapping_and_dense()) {
     host = host.contiguous();
   }
-  c10::DeviceGuard guard(device);
-  at::Tensor result = at::empty_strided(host.sizes(), host.strides(),
-                                        host.options().device(device));
+  const c10::DeviceGuard guard(device);
+  // Straight from the allocator, as detail::allocateResult.
+  at::Tensor result = at::detail::empty_strided_generic(
+      host.sizes(), host.strides(), getDeviceAllocator(),
+      c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), host.scalar_type());
   const std::size_t nbytes = at::detail::computeStorageNbytes(
       host.sizes(), host.strides(), host.itemsize());
-  if (nbytes > 0) {
-    copyAsync(result.data_ptr(), std::move(host), nbytes);
-  }
+  addInto(result.data_ptr(), std::move(host), nbytes);
   return result;
+}
+
+void DeviceCopies::addInto(void* device_data, at::Tensor host,
+                           std::size_t nbytes) {
+  if (nbytes > 0) {
+    copies_.push_back({device_data, std::move(host), nbytes});
+  }
+}
+
+void DeviceCopies::launch() {
+  if (copies_.empty()) {
+    return;
+  }
+  c10::SmallVector<const void*, 4> buffers;
+  for (const Copy& copy : copies_) {
+    buffers.push_back(copy.device_data);
+  }
+  auto pending = std::make_unique<PendingCopies>();
+  pending->copies = std::move(copies_);
+  copies_.clear();
+  launchOwning<PendingCopies, &runCopies>(currentNativeStream(),
+                                          std::move(pending), buffers);
 }
 
 at::Tensor metaTensor(const at::Tensor& t) {
@@ -1172,7 +1203,11 @@ at::Tensor AliasSet::toDevice(const at::Tensor& result) {
                         result.storage_offset());
     }
   }
-  return copyToDevice(result, c10::Device(kDeviceType, device_));
+  return copies_.add(result, c10::Device(kDeviceType, device_));
+}
+
+void AliasSet::launchCopies() {
+  copies_.launch();
 }
 
 bool ShapeCache::lookup(const Key& key, Results& out) const {

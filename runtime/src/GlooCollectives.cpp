@@ -284,7 +284,7 @@ accError_t launch(accComm_t comm, accStream_t stream,
     // communicator's error, and the collective then does nothing.
     auto check = std::make_unique<Collective>(
         Collective{comm->state, role, signature, {}});
-    const accError_t queued = accLaunchKernel(
+    const accError_t queued = accLaunchKernelEx(
         shared.check_stream,
         [](void* data) {
           const std::unique_ptr<Collective> owned(
@@ -302,7 +302,7 @@ accError_t launch(accComm_t comm, accStream_t stream,
           }
           return accSuccess;
         },
-        check.get(), nullptr, 0);
+        check.get(), nullptr, 0, accLaunchWaitsOutside);
     if (queued != accSuccess) {
       return queued;
     }
@@ -324,7 +324,7 @@ accError_t launch(accComm_t comm, accStream_t stream,
   auto collective = std::make_unique<Collective>(
       Collective{comm->state, role, std::move(signature), std::move(body)});
   const std::vector<const void*> touched(buffers);
-  const accError_t launched = accLaunchKernel(
+  const accError_t launched = accLaunchKernelEx(
       stream,
       [](void* data) {
         const std::unique_ptr<Collective> owned(static_cast<Collective*>(data));
@@ -351,7 +351,9 @@ accError_t launch(accComm_t comm, accStream_t stream,
         }
         return accSuccess;
       },
-      collective.get(), touched.data(), touched.size());
+      collective.get(), touched.data(), touched.size(),
+      // It waits for the other ranks: never on the launching thread.
+      accLaunchWaitsOutside);
   if (launched == accSuccess) {
     (void)collective.release();  // the queued kernel owns it now
   }

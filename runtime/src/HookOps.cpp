@@ -62,11 +62,13 @@ template <std::size_t N>
 std::array<at::Tensor, N> toDevice(const std::array<at::Tensor, N>& host,
                                    c10::Device device) {
   std::array<at::Tensor, N> out;
+  emulate::DeviceCopies copies;
   for (std::size_t i = 0; i < N; ++i) {
     if (host[i].defined()) {
-      out[i] = emulate::copyToDevice(host[i].contiguous(), device);
+      out[i] = copies.add(host[i].contiguous(), device);
     }
   }
+  copies.launch();
   return out;
 }
 

@@ -176,6 +176,7 @@ bool AccessScope::add(Allocation* allocation) {
 void AllocationTable::insert(AllocationRef allocation) {
   const auto key = reinterpret_cast<uintptr_t>(allocation->base());
   std::unique_lock<std::shared_mutex> lock(mutex_);
+  by_exact_base_.emplace(key, allocation);
   by_base_.emplace(key, std::move(allocation));
 }
 
@@ -226,76 +227,30 @@ void AllocationRefs::push_back(AllocationRef allocation) {
   ++size_;
 }
 
-namespace {
-
 // Note [Kernel buffer lookup]
-// Every launch resolves its buffers to allocations, and an operator of the
-// backend launches one or two kernels over the same few tensors as the one
-// before it, so walking the ordered map (a hundred or more entries) cost
-// more than the rest of the launch. Each thread keeps the allocations it
-// resolved last: their ranges and where the map holds their references
-// (std::map nodes stay put until erased). An entry is used, under the
-// table's shared lock, only while the table has had no erase since it was
-// made (an insert cannot overlap a live allocation, so it changes no
-// answer); tables are told apart by a serial number, not their address.
-struct LookupCache {
-  struct Entry {
-    uintptr_t base = 0;
-    size_t size = 0;
-    const AllocationRef* ref = nullptr;
-  };
-  static constexpr size_t kEntries = 8;
-  uint64_t table = 0;
-  uint64_t erasures = 0;
-  std::array<Entry, kEntries> entries{};
-  size_t next = 0;
-
-  const AllocationRef* find(uintptr_t address) const {
-    for (const Entry& e : entries) {
-      // Inside only: a pointer one past the end may belong to an
-      // allocation that starts there, which the map tells apart.
-      if (address - e.base < e.size) {
-        return e.ref;
-      }
-    }
-    return nullptr;
-  }
-
-  void add(const AllocationRef* ref) {
-    entries[next] = {reinterpret_cast<uintptr_t>((*ref)->base()),
-                     (*ref)->size(), ref};
-    next = (next + 1) % kEntries;
-  }
-};
-
-thread_local LookupCache tls_lookup;
-std::atomic<uint64_t> g_table_serial{0};
-
-}  // namespace
-
-AllocationTable::AllocationTable()
-    : serial_(g_table_serial.fetch_add(1, std::memory_order_relaxed) + 1) {}
-
+// Every launch resolves its buffers to allocations. Walking the ordered map
+// (a hundred and more entries in a training step, a cache miss a level) for
+// each buffer of each launch cost more than the rest of the launch, while
+// nearly every buffer a backend passes is the base of its allocation (a
+// storage's data pointer, and the caching allocator hands out whole
+// allocations). So the table also indexes allocations by exact base in a
+// hash map; other pointers take the ordered map.
 bool AllocationTable::findForKernel(const void* const* ptrs, size_t count,
                                     AllocationRefs& out) const {
-  LookupCache& cache = tls_lookup;
   std::shared_lock<std::shared_mutex> lock(mutex_);
-  if (cache.table != serial_ || cache.erasures != erasures_) {
-    cache = LookupCache{};
-    cache.table = serial_;
-    cache.erasures = erasures_;
-  }
   for (size_t i = 0; i < count; ++i) {
     if (ptrs[i] == nullptr) {
       continue;
     }
-    const AllocationRef* ref = cache.find(reinterpret_cast<uintptr_t>(ptrs[i]));
+    const auto exact =
+        by_exact_base_.find(reinterpret_cast<uintptr_t>(ptrs[i]));
+    if (exact != by_exact_base_.end()) {
+      out.push_back(exact->second);
+      continue;
+    }
+    const AllocationRef* ref = findRefLocked(ptrs[i], true);
     if (ref == nullptr) {
-      ref = findRefLocked(ptrs[i], true);
-      if (ref == nullptr) {
-        return false;
-      }
-      cache.add(ref);
+      return false;
     }
     out.push_back(*ref);
   }
@@ -335,7 +290,7 @@ bool AllocationTable::erase(const Allocation& allocation) {
     return false;
   }
   by_base_.erase(it);
-  ++erasures_;
+  by_exact_base_.erase(reinterpret_cast<uintptr_t>(allocation.base()));
   return true;
 }
 

@@ -11,13 +11,13 @@
 #pragma once
 
 #include <array>
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "accgen/driver.h"
@@ -108,16 +108,15 @@ class AllocationRefs {
 /// The ordered map of live allocations keyed by base address.
 class AllocationTable {
  public:
-  AllocationTable();
   void insert(AllocationRef allocation);
   /// The allocation with base <= ptr < base + size, or null.
   AllocationRef find(const void* ptr) const;
   /// Like find, but a pointer one past the end also resolves (a zero-length
   /// view at the end of a buffer), unless another allocation starts there.
   AllocationRef findForKernel(const void* ptr) const;
-  /// Resolves several pointers, through the calling thread's cache of the
-  /// allocations it resolved last (Note [Kernel buffer lookup]); false at
-  /// the first unknown non-null pointer. Null pointers are skipped.
+  /// Resolves several pointers under one lock, a base address through the
+  /// hash index (Note [Kernel buffer lookup]); false at the first unknown
+  /// non-null pointer. Null pointers are skipped.
   bool findForKernel(const void* const* ptrs, size_t count,
                      AllocationRefs& out) const;
 
@@ -143,10 +142,8 @@ class AllocationTable {
 
   mutable std::shared_mutex mutex_;
   std::map<uintptr_t, AllocationRef> by_base_;
-  // Note [Kernel buffer lookup]: which table a thread's cached lookups
-  // are of, and how many erases (under the unique lock) it has had.
-  const uint64_t serial_;
-  uint64_t erasures_ = 0;
+  // The same allocations by exact base (Note [Kernel buffer lookup]).
+  std::unordered_map<uintptr_t, AllocationRef> by_exact_base_;
 };
 
 }  // namespace accgen::emulator

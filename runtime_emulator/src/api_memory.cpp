@@ -13,7 +13,7 @@
 // memory): the call then waits for the stream and copies in order.
 //
 // Note [Small work on an idle stream]: a memset or a copy between device or
-// pinned memory of at most kInlineBytes, queued on an idle stream, runs on
+// pinned memory of at most kInlineWorkBytes, queued on an idle stream, runs on
 // the calling thread before the call returns. Handing it to the stream's
 // worker costs a wake-up there and another for whoever waits next (the
 // next synchronous launch, Note [Synchronous launch]): microseconds each on
@@ -28,6 +28,7 @@ using accgen::emulator::Allocation;
 using accgen::emulator::AllocationRef;
 using accgen::emulator::AllocationTable;
 using accgen::emulator::guarded;
+using accgen::emulator::kInlineWorkBytes;
 using accgen::emulator::MemoryKind;
 using accgen::emulator::Runtime;
 using accgen::emulator::Stream;
@@ -37,7 +38,6 @@ using accgen::emulator::WorkKind;
 namespace {
 
 constexpr size_t kMaxStagingBytes = size_t{16} << 20;
-constexpr size_t kInlineBytes = size_t{1} << 20;
 
 // What one side of a copy points at.
 struct Side {
@@ -305,7 +305,7 @@ accError_t accMemsetAsync(void* dev_ptr, int value, size_t count,
         e != accSuccess) {
       return e;
     }
-    if (count <= kInlineBytes && target->idle()) {
+    if (count <= kInlineWorkBytes && target->idle()) {
       return target->runOrdered(std::move(work));
     }
     uint64_t seq = 0;
@@ -363,7 +363,7 @@ accError_t accMemcpyAsync(void* dst, const void* src, size_t count,
     }
     if (dst_side.pageable() ||
         (src_side.pageable() && (target->idle() || count > kMaxStagingBytes)) ||
-        (count <= kInlineBytes && target->idle())) {
+        (count <= kInlineWorkBytes && target->idle())) {
       return target->runOrdered(std::move(work));
     }
     if (src_side.pageable()) {

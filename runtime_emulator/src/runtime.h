@@ -29,6 +29,10 @@ namespace accgen::emulator {
 
 inline constexpr int kLeastPriority = 0;
 inline constexpr int kGreatestPriority = -2;
+/// Note [Small work on an idle stream] (api_memory.cpp, api_stream.cpp):
+/// memsets, copies and kernels touching at most this many bytes, queued on
+/// an idle stream, run on the calling thread.
+inline constexpr size_t kInlineWorkBytes = size_t{1} << 20;
 
 struct Device {
   int index = 0;

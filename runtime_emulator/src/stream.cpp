@@ -126,7 +126,7 @@ void Stream::startWorker() {
   started_.store(true, std::memory_order_release);
 }
 
-accError_t Stream::submit(Work&& work, uint64_t& seq) {
+accError_t Stream::submit(Work&& work, uint64_t& seq, bool wake) {
   {
     std::unique_lock<std::mutex> lock(queue_mutex_);
     if (stopping_) {
@@ -151,7 +151,22 @@ accError_t Stream::submit(Work&& work, uint64_t& seq) {
     queue_.push_back(std::move(work));
     seq = submitted_.fetch_add(1, std::memory_order_seq_cst) + 1;
   }
-  if (worker_sleeping_.load(std::memory_order_seq_cst)) {
+  if (wake && worker_sleeping_.load(std::memory_order_seq_cst)) {
+    queue_cv_.notify_one();
+  }
+  return accSuccess;
+}
+
+accError_t Stream::submitAndRun(Work&& work) {
+  uint64_t seq = 0;
+  const accError_t submitted = submit(std::move(work), seq, /*wake=*/false);
+  if (submitted != accSuccess) {
+    return submitted;
+  }
+  runQueuedUpTo(seq);
+  // Another thread ran queued work meanwhile: it wakes the worker when it
+  // leaves more queued, but it may have looked before this push.
+  if (!isComplete(seq) && worker_sleeping_.load(std::memory_order_seq_cst)) {
     queue_cv_.notify_one();
   }
   return accSuccess;

@@ -35,7 +35,13 @@ class Stream {
 
   /// Appends `work`; stores its item number in `seq`. After shutdown or
   /// destruction started, runs the work at once on the calling thread.
-  accError_t submit(Work&& work, uint64_t& seq);
+  /// `wake`: wake the worker if it sleeps.
+  accError_t submit(Work&& work, uint64_t& seq, bool wake = true);
+  /// Appends `work` without waking the worker and runs it on the calling
+  /// thread, with what was queued before it, as a waiting thread would
+  /// (Note [Waiting threads run queued work]); the worker runs it instead if
+  /// it is at work. Its error is sticky, as on the worker.
+  accError_t submitAndRun(Work&& work);
   /// Runs `work` in stream order and returns once it finished: inline when
   /// the stream is idle (or this is its own worker) or once the work queued
   /// before it finished, else (more work arrived meanwhile) queued and

@@ -155,15 +155,16 @@ TEST_F(GuardDeathTest, OverlappingKernelsShareAccess) {
         accStreamCreate(&a);
         accStreamCreate(&b);
         auto b_done = std::make_shared<Gate>();
-        launch(a,
-               [dev, b_done] {
-                 if (!b_done->wait()) {
-                   return accErrorNotReady;
-                 }
-                 *static_cast<volatile int*>(dev) = 7;
-                 return accSuccess;
-               },
-               {dev});
+        launch(
+            a,
+            [dev, b_done] {
+              if (!b_done->wait()) {
+                return accErrorNotReady;
+              }
+              *static_cast<volatile int*>(dev) = 7;
+              return accSuccess;
+            },
+            {dev}, accLaunchWaitsOutside);
         launch(b,
                [dev] {
                  *static_cast<volatile int*>(dev) = 3;

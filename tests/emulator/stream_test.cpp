@@ -171,6 +171,70 @@ TEST(Stream, ASynchronizingThreadRunsWorkTheIdleWorkerHasNotTaken) {
   ASSERT_EQ(accStreamDestroy(stream), accSuccess);
 }
 
+// Note [Small work on an idle stream]: a kernel touching at most 1 MiB of
+// device memory, launched onto an idle stream, has run when the launch
+// returns; one that waits outside its stream, one over 1 MiB and one that
+// touches no device memory are queued.
+TEST(Stream, SmallKernelOnAnIdleStreamRunsWhereLaunched) {
+  accStream_t stream = nullptr;
+  ASSERT_EQ(accStreamCreate(&stream), accSuccess);
+  void* small = nullptr;
+  void* large = nullptr;
+  ASSERT_EQ(accMalloc(&small, 4096), accSuccess);
+  ASSERT_EQ(accMalloc(&large, (size_t{1} << 20) + 1), accSuccess);
+  std::thread::id ran_on;
+  ASSERT_EQ(launch(stream,
+                   [&ran_on] {
+                     ran_on = std::this_thread::get_id();
+                     return accSuccess;
+                   },
+                   {small}),
+            accSuccess);
+  EXPECT_EQ(ran_on, std::this_thread::get_id()) << "ran before the return";
+  EXPECT_EQ(accStreamQuery(stream), accSuccess);
+
+  auto queued = [&](std::vector<const void*> buffers, unsigned flags) {
+    auto gate = std::make_shared<Gate>();
+    // The kernel waits for the host, which opens the gate only after the
+    // launch returned: run where launched, it would time out.
+    EXPECT_EQ(
+        launch(
+            stream,
+            [gate] { return gate->wait() ? accSuccess : accErrorNotReady; },
+            std::move(buffers), flags),
+        accSuccess);
+    const bool pending = accStreamQuery(stream) == accErrorNotReady;
+    gate->open();
+    EXPECT_EQ(accStreamSynchronize(stream), accSuccess);
+    return pending;
+  };
+  EXPECT_TRUE(queued({small}, accLaunchWaitsOutside));
+  EXPECT_TRUE(queued({large}, accLaunchDefault));
+  EXPECT_TRUE(queued({}, accLaunchDefault));
+
+  EXPECT_EQ(accLaunchKernelEx(stream, runClosure, nullptr, nullptr, 0, 0x8),
+            accErrorInvalidValue)
+      << "unknown flags";
+  ASSERT_EQ(accFree(small), accSuccess);
+  ASSERT_EQ(accFree(large), accSuccess);
+  ASSERT_EQ(accStreamDestroy(stream), accSuccess);
+}
+
+// A kernel run where it was launched reports its error like a queued one:
+// sticky, at the next synchronize.
+TEST(Stream, AKernelRunWhereLaunchedLeavesItsErrorSticky) {
+  accStream_t stream = nullptr;
+  ASSERT_EQ(accStreamCreate(&stream), accSuccess);
+  void* dev = nullptr;
+  ASSERT_EQ(accMalloc(&dev, 64), accSuccess);
+  ASSERT_EQ(launch(stream, [] { return accErrorInvalidValue; }, {dev}),
+            accSuccess);
+  EXPECT_EQ(accStreamSynchronize(stream), accErrorInvalidValue);
+  EXPECT_EQ(accStreamSynchronize(stream), accSuccess) << "reported once";
+  ASSERT_EQ(accFree(dev), accSuccess);
+  ASSERT_EQ(accStreamDestroy(stream), accSuccess);
+}
+
 TEST(Stream, WorkRunsInSubmissionOrder) {
   accStream_t stream = nullptr;
   ASSERT_EQ(accStreamCreate(&stream), accSuccess);

@@ -41,10 +41,11 @@ inline accError_t runClosure(void* data) {
 
 /// Launches `fn` on `stream` with access to `buffers`.
 inline accError_t launch(accStream_t stream, Closure fn,
-                         std::vector<const void*> buffers = {}) {
+                         std::vector<const void*> buffers = {},
+                         unsigned flags = accLaunchDefault) {
   auto* closure = new Closure(std::move(fn));
-  accError_t error = accLaunchKernel(stream, runClosure, closure,
-                                     buffers.data(), buffers.size());
+  accError_t error = accLaunchKernelEx(stream, runClosure, closure,
+                                       buffers.data(), buffers.size(), flags);
   if (error != accSuccess) {
     delete closure;
   }

@@ -26,6 +26,10 @@
 #include <ATen/ops/masked_select_ops.h>
 #include <ATen/ops/max_meta_dispatch.h>
 #include <ATen/ops/max_ops.h>
+#include <ATen/ops/max_pool2d_with_indices_backward_meta_dispatch.h>
+#include <ATen/ops/max_pool2d_with_indices_backward_ops.h>
+#include <ATen/ops/max_pool2d_with_indices_meta_dispatch.h>
+#include <ATen/ops/max_pool2d_with_indices_ops.h>
 #include <ATen/ops/maximum_meta_dispatch.h>
 #include <ATen/ops/maximum_ops.h>
 #include <ATen/ops/mean_meta_dispatch.h>
@@ -83,12 +87,8 @@
 #include <ATen/ops/sub_ops.h>
 #include <ATen/ops/sum_meta_dispatch.h>
 #include <ATen/ops/sum_ops.h>
-#include <ATen/ops/tanh_backward_meta_dispatch.h>
-#include <ATen/ops/tanh_backward_ops.h>
 #include <ATen/ops/tanh_meta_dispatch.h>
 #include <ATen/ops/tanh_ops.h>
-#include <ATen/ops/threshold_backward_meta_dispatch.h>
-#include <ATen/ops/threshold_backward_ops.h>
 #include "csrc/Backend.h"
 
 namespace accel::emulated {
@@ -118,6 +118,16 @@ at::Tensor shape_lt_Tensor(const at::Tensor& self, const at::Tensor& other) {
 // The results of max.dim as meta tensors.
 ::std::tuple<at::Tensor, at::Tensor> shape_max_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
   return at::meta::max(self, dim, keepdim);
+}
+
+// The results of max_pool2d_with_indices as meta tensors.
+::std::tuple<at::Tensor, at::Tensor> shape_max_pool2d_with_indices(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+  return at::meta::max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode);
+}
+
+// The results of max_pool2d_with_indices_backward as meta tensors.
+at::Tensor shape_max_pool2d_with_indices_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode, const at::Tensor& indices) {
+  return at::meta::max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices);
 }
 
 // The results of maximum as meta tensors.
@@ -250,16 +260,6 @@ at::Tensor shape_tanh(const at::Tensor& self) {
   return at::meta::tanh(self);
 }
 
-// The results of tanh_backward as meta tensors.
-at::Tensor shape_tanh_backward(const at::Tensor& grad_output, const at::Tensor& output) {
-  return at::meta::tanh_backward(grad_output, output);
-}
-
-// The results of threshold_backward as meta tensors.
-at::Tensor shape_threshold_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& threshold) {
-  return at::meta::threshold_backward(grad_output, self, threshold);
-}
-
 }  // namespace
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -292,6 +292,10 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("max.dim", emulate::viaOut<at::_ops::max_dim, at::_ops::max_dim_max, &shape_max_dim>("max.dim_max"));
   m.impl("max.dim_max", emulate::direct<at::_ops::max_dim_max>());
   m.impl("max.unary_out", emulate::direct<at::_ops::max_unary_out>());
+  m.impl("max_pool2d_with_indices", emulate::viaOut<at::_ops::max_pool2d_with_indices, at::_ops::max_pool2d_with_indices_out, &shape_max_pool2d_with_indices>("max_pool2d_with_indices.out"));
+  m.impl("max_pool2d_with_indices.out", emulate::direct<at::_ops::max_pool2d_with_indices_out>());
+  m.impl("max_pool2d_with_indices_backward", emulate::viaOut<at::_ops::max_pool2d_with_indices_backward, at::_ops::max_pool2d_with_indices_backward_grad_input, &shape_max_pool2d_with_indices_backward>("max_pool2d_with_indices_backward.grad_input"));
+  m.impl("max_pool2d_with_indices_backward.grad_input", emulate::direct<at::_ops::max_pool2d_with_indices_backward_grad_input>());
   m.impl("maximum", emulate::viaOut<at::_ops::maximum, at::_ops::maximum_out, &shape_maximum>("maximum.out"));
   m.impl("maximum.out", emulate::direct<at::_ops::maximum_out>());
   m.impl("mean.dim", emulate::viaOut<at::_ops::mean_dim, at::_ops::mean_out, &shape_mean_dim>("mean.out"));
@@ -379,10 +383,6 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sum.dim_IntList", emulate::viaOut<at::_ops::sum_dim_IntList, at::_ops::sum_IntList_out, &shape_sum_dim_IntList>("sum.IntList_out"));
   m.impl("tanh", emulate::viaOut<at::_ops::tanh, at::_ops::tanh_out, &shape_tanh>("tanh.out"));
   m.impl("tanh.out", emulate::direct<at::_ops::tanh_out>());
-  m.impl("tanh_", emulate::direct<at::_ops::tanh_>());
-  m.impl("tanh_backward", emulate::viaOut<at::_ops::tanh_backward, at::_ops::tanh_backward_grad_input, &shape_tanh_backward>("tanh_backward.grad_input"));
-  m.impl("tanh_backward.grad_input", emulate::direct<at::_ops::tanh_backward_grad_input>());
-  m.impl("threshold_backward", emulate::viaOut<at::_ops::threshold_backward, at::_ops::threshold_backward_grad_input, &shape_threshold_backward>("threshold_backward.grad_input"));
 }
 
 }  // namespace accel::emulated

@@ -13,6 +13,10 @@
 // emulation (accgen/runtime/HookOps.h) until the spec gives them a kernel.
 // Moving an operator to real hardware is one word in specs/operators.yaml:
 // kind emulate becomes kernel.
+#include <ATen/ops/tanh_backward_meta_dispatch.h>
+#include <ATen/ops/tanh_backward_ops.h>
+#include <ATen/ops/tanh_ops.h>
+#include <ATen/ops/threshold_backward_meta_dispatch.h>
 #include <ATen/ops/threshold_backward_ops.h>
 #include <ATen/ops/topk_meta_dispatch.h>
 #include <ATen/ops/topk_ops.h>
@@ -26,6 +30,16 @@ namespace accel::emulated {
 
 namespace {
 
+// The results of tanh_backward as meta tensors.
+at::Tensor shape_tanh_backward(const at::Tensor& grad_output, const at::Tensor& output) {
+  return at::meta::tanh_backward(grad_output, output);
+}
+
+// The results of threshold_backward as meta tensors.
+at::Tensor shape_threshold_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& threshold) {
+  return at::meta::threshold_backward(grad_output, self, threshold);
+}
+
 // The results of topk as meta tensors.
 ::std::tuple<at::Tensor, at::Tensor> shape_topk(const at::Tensor& self, c10::SymInt k, int64_t dim, bool largest, bool sorted) {
   return at::meta::topk_symint(self, k, dim, largest, sorted);
@@ -34,6 +48,10 @@ namespace {
 }  // namespace
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("tanh_", emulate::direct<at::_ops::tanh_>());
+  m.impl("tanh_backward", emulate::viaOut<at::_ops::tanh_backward, at::_ops::tanh_backward_grad_input, &shape_tanh_backward>("tanh_backward.grad_input"));
+  m.impl("tanh_backward.grad_input", emulate::direct<at::_ops::tanh_backward_grad_input>());
+  m.impl("threshold_backward", emulate::viaOut<at::_ops::threshold_backward, at::_ops::threshold_backward_grad_input, &shape_threshold_backward>("threshold_backward.grad_input"));
   m.impl("threshold_backward.grad_input", emulate::direct<at::_ops::threshold_backward_grad_input>());
   m.impl("topk", emulate::viaOut<at::_ops::topk, at::_ops::topk_values, &shape_topk>("topk.values"));
   m.impl("topk.values", emulate::direct<at::_ops::topk_values>());

@@ -162,18 +162,38 @@ accError_t accGetDefaultStream(int device, accStream_t* stream);
 /* --8<-- [end:driver-streams] */
 
 /* --8<-- [start:driver-launch] */
-/* An emulated kernel: runs off the caller's thread, in submission order on
- * its stream. A non-success return becomes the stream's sticky error. */
+/* An emulated kernel: runs in submission order on its stream, on the
+ * stream's worker or on a host thread (see accLaunchKernel). A non-success
+ * return becomes the stream's sticky error. */
 typedef accError_t (*accKernelFn_t)(void* user_data);
 
-/* Enqueues `fn(user_data)` on `stream` and returns at once. For its duration
- * the kernel may read and write the device allocations that hold the
- * `num_buffers` pointers in `buffers` (and no others): see Note [Device
- * memory access] in docs/driver-interface.md. NULL entries are skipped; a
- * pointer that is not in any allocation is accErrorInvalidValue. */
+/* Enqueues `fn(user_data)` on `stream`; returns without waiting for work
+ * queued before it. For its duration the kernel may read and write the
+ * device allocations that hold the `num_buffers` pointers in `buffers` (and
+ * no others): see Note [Device memory access] in docs/driver-interface.md.
+ * NULL entries are skipped; a pointer that is not in any allocation is
+ * accErrorInvalidValue. The driver may run the kernel before returning when
+ * nothing is queued before it: the emulator does for a kernel whose
+ * allocations hold at most 1 MiB (Note [Small work on an idle stream]), so a
+ * kernel that waits for something outside its stream (a host thread,
+ * another process) is launched with accLaunchKernelEx and
+ * accLaunchWaitsOutside. */
 accError_t accLaunchKernel(accStream_t stream, accKernelFn_t fn,
                            void* user_data, const void* const* buffers,
                            size_t num_buffers);
+
+enum {
+  accLaunchDefault = 0x0,
+  /* The kernel waits for work outside its stream: it always runs on the
+   * stream's own worker, never on the launching thread. */
+  accLaunchWaitsOutside = 0x1
+};
+
+/* accLaunchKernel with flags (accLaunchDefault, accLaunchWaitsOutside);
+ * other flags are accErrorInvalidValue. */
+accError_t accLaunchKernelEx(accStream_t stream, accKernelFn_t fn,
+                             void* user_data, const void* const* buffers,
+                             size_t num_buffers, unsigned flags);
 
 /* Runs `fn(user_data)` on `stream` after the work queued there before it and
  * returns once it finished: accLaunchKernel followed by accStreamSynchronize

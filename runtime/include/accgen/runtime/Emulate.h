@@ -78,6 +78,27 @@ at::Tensor hostAlias(const at::Tensor& device_tensor);
 /// the current stream and owns `host` until it ran.
 at::Tensor copyToDevice(at::Tensor host, c10::Device device);
 
+/// copyToDevice for several tensors, copied by one kernel: add() allocates
+/// each result, launch() queues the copies on the current stream (the
+/// kernel owns the CPU tensors until it ran). Results are not to be read
+/// before launch().
+class DeviceCopies {
+ public:
+  struct Copy {
+    void* device_data;
+    at::Tensor host;
+    std::size_t nbytes;
+  };
+
+  at::Tensor add(at::Tensor host, c10::Device device);
+  /// Copies `nbytes` of `host` to `device_data`.
+  void addInto(void* device_data, at::Tensor host, std::size_t nbytes);
+  void launch();
+
+ private:
+  std::vector<Copy> copies_;
+};
+
 /// A meta tensor with the dtype and geometry (sizes, strides, storage offset
 /// and storage size) of `t`, made without a dispatcher call: the input of a
 /// Meta kernel that computes a result's shape.
@@ -190,8 +211,11 @@ class AliasSet {
   /// true when it moved one.
   bool reconcileWritten();
   /// The device tensor for a result of the CPU kernel: the argument it is,
-  /// a view of the argument it views, or a copy of fresh host memory.
+  /// a view of the argument it views, or a copy of fresh host memory, which
+  /// launchCopies() queues.
   at::Tensor toDevice(const at::Tensor& result);
+  /// Queues the copies of the results toDevice() made.
+  void launchCopies();
   c10::DeviceIndex device() const { return device_; }
   void setDeviceIfUnset(c10::DeviceIndex device) {
     if (device_ < 0) {
@@ -212,6 +236,7 @@ class AliasSet {
   c10::SmallVector<Entry, 4> entries_;
   c10::SmallVector<const void*, 4> buffers_;
   c10::DeviceIndex device_ = -1;
+  DeviceCopies copies_;
 };
 
 /// Note [Shape cache] in Emulate.cpp: an operator's result shapes for the
@@ -621,7 +646,9 @@ struct DirectKernel<Op, R(Args...)> {
           /*fresh_results=*/false);
       aliases.reconcileWritten();
       auto device_args = std::forward_as_tuple(args...);
-      return toDevice<R>(aliases, unwrap(*result), host, device_args);
+      R mapped = toDevice<R>(aliases, unwrap(*result), host, device_args);
+      aliases.launchCopies();
+      return mapped;
     }
   }
 
