@@ -51,6 +51,7 @@
 
 #include "accgen/runtime/Config.h"
 #include "accgen/runtime/Driver.h"
+#include "accgen/runtime/Emulate.h"
 #include "accgen/runtime/Runtime.h"
 
 namespace accgen::runtime {
@@ -902,6 +903,7 @@ class DeviceBackend final : public c10d::Backend {
   /// The completion thread: completes each collective's future, in issue
   /// order, once it ran (Note [Collectives on a communication stream]).
   static void completeInOrder(const std::shared_ptr<Completion>& state) {
+    emulate::parkIfExitingThread();
     for (;;) {
       std::unique_lock<std::mutex> lock(state->mutex);
       state->ready.wait(
@@ -915,6 +917,8 @@ class DeviceBackend final : public c10d::Backend {
       lock.unlock();
 
       (void)accEventSynchronize(next->end->event);
+      // Completing the future and dropping the tensors may take the GIL.
+      emulate::parkIfExitingThread();
       accError_t failed = accSuccess;
       (void)accCommGetAsyncError(state->comm, &failed);
       lock.lock();

@@ -272,14 +272,23 @@ accError_t runLaunch(void* user_data) {
 // exiting thread therefore lets go of the GIL for a moment when other
 // threads have used the device (beginExit's caller, the device module's
 // atexit handler), so that such a thread gets back to Python and parks in
-// its next device kernel before the interpreter finalizes.
+// its next device kernel before the interpreter finalizes. The collectives'
+// completion thread, which completes futures and drops tensors that Python
+// holds (both take the GIL), parks the same way (parkIfExitingThread).
 std::atomic<bool> g_exiting{false};
 std::atomic<std::thread::id> g_exit_thread{};
 // Threads that launched device kernels, each counted once.
 std::atomic<int> g_device_threads{0};
 thread_local bool tls_device_thread = false;
 
-void parkIfExiting() {
+void noteDeviceThread() noexcept {
+  if (C10_UNLIKELY(!tls_device_thread)) {
+    tls_device_thread = true;
+    g_device_threads.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void parkIfExiting() noexcept {
   if (C10_UNLIKELY(g_exiting.load(std::memory_order_acquire)) &&
       std::this_thread::get_id() != g_exit_thread.load()) {
     for (;;) {
@@ -293,10 +302,7 @@ void parkIfExiting() {
 bool launchAndWait(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
                    c10::function_ref<void()> fn, bool fresh_results) {
   parkIfExiting();
-  if (C10_UNLIKELY(!tls_device_thread)) {
-    tls_device_thread = true;
-    g_device_threads.fetch_add(1, std::memory_order_relaxed);
-  }
+  noteDeviceThread();
   Launch launch{fn, nullptr, {}};
   launch.warnings.fresh_results = fresh_results;
   // The CPU kernel reads this frame: a synchronous launch, which runs it on
@@ -992,6 +998,11 @@ void DeviceCopies::launch() {
 
 at::Tensor metaTensor(const at::Tensor& t) {
   return metaOf(t);
+}
+
+void parkIfExitingThread() noexcept {
+  parkIfExiting();
+  noteDeviceThread();
 }
 
 bool beginExit() noexcept {

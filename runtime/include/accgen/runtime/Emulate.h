@@ -112,6 +112,13 @@ at::Tensor metaTensor(const at::Tensor& t);
 /// for a moment, so that one waiting for it gets to its next kernel.
 bool beginExit() noexcept;
 
+/// For a thread of the runtime's own that hands tensors back to Python
+/// (the collectives' completion thread): counts it among the device's
+/// threads for beginExit, and parks it for good once the process exits
+/// (Note [Exit with device work in flight]), before it drops a reference
+/// that would take the GIL while the interpreter finalizes.
+void parkIfExitingThread() noexcept;
+
 /// Runs `fn` as a kernel on the current stream of `device`, with access to
 /// the allocations that hold `buffers`, and waits for it. An exception
 /// thrown by `fn` is rethrown here unchanged; warnings it raised are raised
