@@ -41,9 +41,7 @@ constexpr c10::DispatchKeySet kMetaKeys{c10::DispatchKey::Meta};
 using detail::AliasSet;
 using detail::ShapeCache;
 
-bool isDeviceTensor(const at::Tensor& t) {
-  return t.defined() && t.device().type() == kDeviceType;
-}
+using detail::onDevice;
 
 // A tensor over `storage` with the given dtype and geometry, on `key`.
 at::Tensor tensorOver(c10::Storage storage, c10::DispatchKey key,
@@ -152,7 +150,7 @@ bool mapDeviceTensors(ArgKind kind, const c10::IValue& value, Fn fn,
                       c10::IValue& mapped) {
   switch (kind) {
     case ArgKind::kTensor:
-      if (value.isTensor() && isDeviceTensor(value.toTensor())) {
+      if (value.isTensor() && onDevice(value.toTensor())) {
         mapped = fn(value.toTensor());
         return true;
       }
@@ -164,7 +162,7 @@ bool mapDeviceTensors(ArgKind kind, const c10::IValue& value, Fn fn,
       c10::List<at::Tensor> list;
       list.reserve(value.toTensorList().size());
       for (const at::Tensor& t : value.toTensorList()) {
-        list.push_back(isDeviceTensor(t) ? fn(t) : t);
+        list.push_back(onDevice(t) ? fn(t) : t);
       }
       mapped = std::move(list);
       return true;
@@ -175,7 +173,7 @@ bool mapDeviceTensors(ArgKind kind, const c10::IValue& value, Fn fn,
       }
       c10::List<std::optional<at::Tensor>> list;
       for (std::optional<at::Tensor> t : value.toOptionalTensorList()) {
-        if (t.has_value() && isDeviceTensor(*t)) {
+        if (t.has_value() && onDevice(*t)) {
           t = fn(*t);
         }
         list.push_back(std::move(t));
@@ -373,40 +371,39 @@ bool runDirect(const c10::OperatorHandle& op, const Plan& plan,
 // keyed and always compute.
 // Appends the key of a non-tensor argument; false for kinds not keyed.
 bool keyValue(const c10::IValue& v, ShapeCache::Key& key) {
-  auto list = [&key](int64_t tag, const auto& values, auto bits) {
-    key.push_back(tag);
-    key.push_back(static_cast<int64_t>(values.size()));
-    for (const auto& value : values) {
-      key.push_back(bits(value));
-    }
-  };
-  auto same = [](auto value) { return static_cast<int64_t>(value); };
-  auto doubleBits = [](double value) {
-    int64_t out = 0;
-    std::memcpy(&out, &value, sizeof(out));
-    return out;
-  };
   if (v.isNone()) {
     key.push_back(1);
-  } else if (v.isInt()) {
-    key.insert(key.end(), {2, v.toInt()});
-  } else if (v.isDouble()) {
-    key.insert(key.end(), {3, doubleBits(v.toDouble())});
-  } else if (v.isBool()) {
-    key.insert(key.end(), {4, v.toBool() ? 1 : 0});
-  } else if (v.isIntList()) {
-    list(5, v.toIntVector(), same);
-  } else if (v.isDoubleList()) {
-    list(6, v.toDoubleVector(), doubleBits);
-  } else if (v.isBoolList()) {
-    list(7, v.toBoolList().vec(), same);
-  } else if (v.isDevice()) {
-    key.insert(key.end(), {8, static_cast<int64_t>(v.toDevice().type()),
-                           v.toDevice().index()});
-  } else {
-    return false;
+    return true;
   }
-  return true;
+  if (v.isInt()) {
+    return detail::keyArg(key, v.toInt());
+  }
+  if (v.isDouble()) {
+    return detail::keyArg(key, v.toDouble());
+  }
+  if (v.isBool()) {
+    return detail::keyArg(key, v.toBool());
+  }
+  if (v.isIntList()) {
+    return detail::keyArg(key, at::IntArrayRef(v.toIntVector()));
+  }
+  if (v.isDoubleList()) {
+    return detail::keyArg(key, c10::ArrayRef<double>(v.toDoubleVector()));
+  }
+  if (v.isBoolList()) {
+    const c10::List<bool> values = v.toBoolList();
+    key.insert(key.end(), {8, static_cast<int64_t>(values.size())});
+    for (const bool value : values) {
+      key.push_back(value ? 1 : 0);
+    }
+    return true;
+  }
+  if (v.isDevice()) {
+    key.insert(key.end(), {9, static_cast<int64_t>(v.toDevice().type()),
+                           v.toDevice().index()});
+    return true;
+  }
+  return false;
 }
 
 // A functional operator computed through its out= overload.
@@ -446,14 +443,14 @@ c10::DeviceIndex callDevice(const Plan& plan, const torch::jit::Stack& stack) {
     const c10::IValue& value = stack[base + i];
     switch (plan.kinds[i]) {
       case ArgKind::kTensor:
-        if (value.isTensor() && isDeviceTensor(value.toTensor())) {
+        if (value.isTensor() && onDevice(value.toTensor())) {
           return value.toTensor().device().index();
         }
         break;
       case ArgKind::kTensorList:
         if (!value.isNone()) {
           for (const at::Tensor& t : value.toTensorList()) {
-            if (isDeviceTensor(t)) {
+            if (onDevice(t)) {
               return t.device().index();
             }
           }
@@ -463,7 +460,7 @@ c10::DeviceIndex callDevice(const Plan& plan, const torch::jit::Stack& stack) {
         if (!value.isNone()) {
           for (const std::optional<at::Tensor> t :
                value.toOptionalTensorList()) {
-            if (t.has_value() && isDeviceTensor(*t)) {
+            if (t.has_value() && onDevice(*t)) {
               return t->device().index();
             }
           }
@@ -600,7 +597,7 @@ ViaOut runViaOut(const c10::OperatorHandle& op, const c10::OperatorHandle& out,
   c10::DeviceGuard guard(target);
   c10::SmallVector<at::Tensor, 2> results;
   for (const ShapeCache::Result& r : shapes) {
-    results.push_back(detail::allocateResult(r));
+    results.push_back(detail::allocateResult(r.sizes, r.strides, r.dtype));
   }
 
   torch::jit::Stack out_stack;
@@ -964,10 +961,8 @@ at::Tensor DeviceCopies::add(at::Tensor host, c10::Device device) {
     host = host.contiguous();
   }
   const c10::DeviceGuard guard(device);
-  // Straight from the allocator, as detail::allocateResult.
-  at::Tensor result = at::detail::empty_strided_generic(
-      host.sizes(), host.strides(), getDeviceAllocator(),
-      c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), host.scalar_type());
+  at::Tensor result =
+      detail::allocateResult(host.sizes(), host.strides(), host.scalar_type());
   const std::size_t nbytes = at::detail::computeStorageNbytes(
       host.sizes(), host.strides(), host.itemsize());
   addInto(result.data_ptr(), std::move(host), nbytes);
@@ -1247,22 +1242,17 @@ bool launchAndWait(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
   return emulate::launchAndWait(device, buffers, fn, fresh_results);
 }
 
-at::Tensor allocateResult(const ShapeCache::Result& shape) {
-  // Straight from the allocator: the dispatcher's round trip through
-  // empty_strided is a measurable part of a small operator's time.
+at::Tensor allocateResult(at::IntArrayRef sizes, at::IntArrayRef strides,
+                          at::ScalarType dtype) {
   return at::detail::empty_strided_generic(
-      shape.sizes, shape.strides, getDeviceAllocator(),
-      c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), shape.dtype);
+      sizes, strides, getDeviceAllocator(),
+      c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dtype);
 }
 
 void keyDefaults(ShapeCache::Key& key) {
   key.push_back(static_cast<int64_t>(c10::get_default_dtype_as_scalartype()));
   key.push_back(static_cast<int64_t>(
       c10::typeMetaToScalarType(c10::get_default_complex_dtype())));
-}
-
-c10::DeviceIndex currentDeviceIndex() {
-  return currentDevice();
 }
 
 namespace {
@@ -1328,6 +1318,14 @@ bool keyArg(ShapeCache::Key& key, const c10::SymInt& value) {
 bool keyArg(ShapeCache::Key& key, at::IntArrayRef values) {
   key.insert(key.end(), {5, static_cast<int64_t>(values.size())});
   key.append(values.begin(), values.end());
+  return true;
+}
+
+bool keyArg(ShapeCache::Key& key, c10::ArrayRef<double> values) {
+  key.insert(key.end(), {10, static_cast<int64_t>(values.size())});
+  for (const double value : values) {
+    keyArg(key, value);
+  }
   return true;
 }
 

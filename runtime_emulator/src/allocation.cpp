@@ -176,8 +176,10 @@ bool AccessScope::add(Allocation* allocation) {
 void AllocationTable::insert(AllocationRef allocation) {
   const auto key = reinterpret_cast<uintptr_t>(allocation->base());
   std::unique_lock<std::shared_mutex> lock(mutex_);
-  by_exact_base_.emplace(key, allocation);
-  by_base_.emplace(key, std::move(allocation));
+  const auto [it, inserted] = by_base_.emplace(key, std::move(allocation));
+  if (inserted) {
+    by_exact_base_.emplace(key, &it->second);
+  }
 }
 
 const AllocationRef* AllocationTable::findRefLocked(const void* ptr,
@@ -245,7 +247,7 @@ bool AllocationTable::findForKernel(const void* const* ptrs, size_t count,
     const auto exact =
         by_exact_base_.find(reinterpret_cast<uintptr_t>(ptrs[i]));
     if (exact != by_exact_base_.end()) {
-      out.push_back(exact->second);
+      out.push_back(*exact->second);
       continue;
     }
     const AllocationRef* ref = findRefLocked(ptrs[i], true);

@@ -142,8 +142,9 @@ class AllocationTable {
 
   mutable std::shared_mutex mutex_;
   std::map<uintptr_t, AllocationRef> by_base_;
-  // The same allocations by exact base (Note [Kernel buffer lookup]).
-  std::unordered_map<uintptr_t, AllocationRef> by_exact_base_;
+  // by_base_'s references by exact base (Note [Kernel buffer lookup]):
+  // map nodes stay put until erased, and both are erased together.
+  std::unordered_map<uintptr_t, const AllocationRef*> by_exact_base_;
 };
 
 }  // namespace accgen::emulator

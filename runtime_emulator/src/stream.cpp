@@ -133,11 +133,8 @@ accError_t Stream::submit(Work&& work, uint64_t& seq, bool wake) {
       lock.unlock();
       // The worker is gone (exit, or destruction of the stream): keep the
       // call's effect by running the work here, in order with itself.
-      const accError_t error = runWork(work);
+      runItem(work);
       seq = submitted_.fetch_add(1, std::memory_order_seq_cst) + 1;
-      if (error != accSuccess) {
-        setError(error);
-      }
       complete(seq);
       return accSuccess;
     }
@@ -236,11 +233,25 @@ bool Stream::popNext(Work& work, uint64_t& seq) {
   if (stopping_) {
     return false;
   }
-  work = std::move(queue_.front());
-  queue_.pop_front();
-  seq = taken_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  seq = takeFront(work);
   worker_busy_.store(true, std::memory_order_relaxed);
   return true;
+}
+
+uint64_t Stream::takeFront(Work& work) {
+  work = std::move(queue_.front());
+  queue_.pop_front();
+  return taken_.fetch_add(1, std::memory_order_acq_rel) + 1;
+}
+
+void Stream::runItem(Work& work) {
+  const accError_t error = runWork(work);
+  if (error != accSuccess) {
+    setError(error);
+  }
+  // Drop the work's references before announcing completion, so a thread
+  // that synchronized and then frees memory finds no stray owner.
+  work = Work();
 }
 
 // Note [Waiting threads run queued work]
@@ -268,20 +279,14 @@ void Stream::runQueuedUpTo(uint64_t seq) {
           taken_.load(std::memory_order_relaxed) >= seq) {
         return;
       }
-      work = std::move(queue_.front());
-      queue_.pop_front();
-      item = taken_.fetch_add(1, std::memory_order_acq_rel) + 1;
+      item = takeFront(work);
       stolen_ = true;
     }
     Stream* const saved_stream = tls_stream;
     const uint64_t saved_seq = tls_seq;
     tls_stream = this;
     tls_seq = item;
-    const accError_t error = runWork(work);
-    if (error != accSuccess) {
-      setError(error);
-    }
-    work = Work();
+    runItem(work);
     tls_stream = saved_stream;
     tls_seq = saved_seq;
     bool wake = false;
@@ -325,13 +330,7 @@ void Stream::workerLoop() {
       return;
     }
     tls_seq = seq;
-    const accError_t error = runWork(work);
-    if (error != accSuccess) {
-      setError(error);
-    }
-    // Drop the work's references before announcing completion, so a thread
-    // that synchronized and then frees memory finds no stray owner.
-    work = Work();
+    runItem(work);
     complete(seq);
     worker_busy_.store(false, std::memory_order_release);
   }

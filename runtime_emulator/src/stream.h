@@ -84,6 +84,12 @@ class Stream {
   /// Runs queued items up to `seq` on the calling thread while the worker
   /// runs none; returns when that stops being possible.
   void runQueuedUpTo(uint64_t seq);
+  /// Takes the queue's first item into `work` (queue_mutex_ held); returns
+  /// its item number.
+  uint64_t takeFront(Work& work);
+  /// Runs a taken item: its error becomes sticky, and its references are
+  /// dropped before the caller announces its completion.
+  void runItem(Work& work);
   void complete(uint64_t seq);
 
   const int device_;

@@ -39,6 +39,7 @@
 #include <torch/library.h>
 
 #include "accgen/runtime/CpuGenerator.h"
+#include "accgen/runtime/Runtime.h"
 
 namespace accgen::runtime::emulate {
 
@@ -274,13 +275,12 @@ class ShapeCache {
 bool launchAndWait(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
                    c10::function_ref<void()> fn, bool fresh_results);
 
-/// A device tensor of `shape` straight from the device allocator, on the
-/// current device.
-at::Tensor allocateResult(const ShapeCache::Result& shape);
+/// A device tensor of this geometry straight from the device allocator, on
+/// the current device (no dispatcher round trip through empty_strided).
+at::Tensor allocateResult(at::IntArrayRef sizes, at::IntArrayRef strides,
+                          at::ScalarType dtype);
 /// The start of every shape key: torch's default dtypes.
 void keyDefaults(ShapeCache::Key& key);
-/// The current device of the calling thread.
-c10::DeviceIndex currentDeviceIndex();
 
 // Note [Unboxed emulation]
 // The emulated operators a backend registers (its `emulate` entries) run
@@ -351,7 +351,7 @@ struct HostTensors {
 };
 
 inline bool onDevice(const at::Tensor& t) {
-  return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1;
+  return t.defined() && t.device().type() == kDeviceType;
 }
 
 inline at::Tensor hostArg(AliasSet& aliases, const at::Tensor& t,
@@ -461,6 +461,7 @@ bool keyArg(ShapeCache::Key& key, double value);
 bool keyArg(ShapeCache::Key& key, bool value);
 bool keyArg(ShapeCache::Key& key, const c10::SymInt& value);
 bool keyArg(ShapeCache::Key& key, at::IntArrayRef values);
+bool keyArg(ShapeCache::Key& key, c10::ArrayRef<double> values);
 bool keyArg(ShapeCache::Key& key, at::OptionalIntArrayRef values);
 bool keyArg(ShapeCache::Key& key, c10::SymIntArrayRef values);
 bool keyArg(ShapeCache::Key& key, const at::Scalar& value);
@@ -556,13 +557,13 @@ struct ViaOutKernel<Op, OutOp, Shape, R(Args...)> {
     c10::DeviceIndex device = -1;
     (firstDevice(device, args), ...);
     if (device < 0) {
-      device = currentDeviceIndex();
+      device = currentDevice();
     }
-    const c10::DeviceGuard guard(
-        c10::Device(c10::DeviceType::PrivateUse1, device));
+    const c10::DeviceGuard guard(c10::Device(kDeviceType, device));
     std::array<at::Tensor, kResults> results;
     for (std::size_t i = 0; i < kResults; ++i) {
-      results[i] = allocateResult(shapes[i]);
+      results[i] =
+          allocateResult(shapes[i].sizes, shapes[i].strides, shapes[i].dtype);
     }
     AliasSet aliases;
     std::tuple<decltype(hostArg(aliases, args, false))...> host{
@@ -628,7 +629,7 @@ struct DirectKernel<Op, R(Args...)> {
     AliasSet aliases;
     auto host =
         hostArgs(aliases, plan, std::index_sequence_for<Args...>{}, args...);
-    aliases.setDeviceIfUnset(currentDeviceIndex());
+    aliases.setDeviceIfUnset(currentDevice());
     if constexpr (std::is_void_v<R>) {
       launchAndWait(
           aliases.device(), aliases.buffers(),
