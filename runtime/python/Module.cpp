@@ -17,12 +17,16 @@
 #include <ATen/core/CachingHostAllocator.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/util/SmallVector.h>
 #include <pybind11/chrono.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <torch/csrc/Dtype.h>
+#include <torch/csrc/Exceptions.h>
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
+#include <torch/csrc/utils/python_numbers.h>
 #include <torch/library.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -156,17 +160,44 @@ class FallbackRoute {
 // calls each compiled kernel through here (runtime/python/accgen_compile.py)
 // rather than directly: the kernel is device work, run on the current stream
 // after the work queued there, with access to exactly the allocations of its
-// tensor arguments (so it also runs under the access guard). The caller
-// waits without the GIL; the kernel takes it back to enter the compiled
-// module's Python binding, whichever thread the driver runs it on.
-void launchCompiled(const py::handle& kernel, const py::args& args) {
-  std::vector<const void*> buffers;
+// tensor arguments (so it also runs under the access guard). The kernel is
+// entered through the compiled module's Python binding, which needs the
+// GIL. When the stream is idle the driver runs it here at once
+// (accLaunchIfIdle) and the caller keeps the GIL, as a compiled CPU kernel
+// does: nothing waits. Otherwise the caller waits without the GIL, and the
+// kernel takes it back on whichever thread the driver runs it. The call is
+// a vectorcall function of its own (no argument tuples): small graphs make
+// it once per fused kernel, and it costs about as much as the kernel.
+
+// The binding's call, made with the GIL held; a Python error it raises is
+// kept (a pybind11 error holds it across threads) and raised again by the
+// caller.
+struct CompiledCall {
+  PyObject* kernel;
+  PyObject* const* args;
+  std::size_t nargs;
+
+  void operator()() const {
+    PyObject* result = PyObject_Vectorcall(kernel, args, nargs, nullptr);
+    if (result == nullptr) {
+      throw py::error_already_set();
+    }
+    Py_DECREF(result);
+  }
+};
+
+// _launch_compiled(kernel, *args): METH_FASTCALL.
+PyObject* launchCompiled(PyObject* /*module*/, PyObject* const* args,
+                         Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  TORCH_CHECK(nargs >= 1, "_launch_compiled(kernel, *args): no kernel given");
+  c10::SmallVector<const void*, 16> buffers;
   c10::DeviceIndex device = -1;
-  for (const py::handle arg : args) {
-    if (!THPVariable_Check(arg.ptr())) {
+  for (Py_ssize_t i = 1; i < nargs; ++i) {
+    if (!THPVariable_Check(args[i])) {
       continue;
     }
-    const at::Tensor& tensor = THPVariable_Unpack(arg.ptr());
+    const at::Tensor& tensor = THPVariable_Unpack(args[i]);
     if (tensor.device().type() != kDeviceType) {
       continue;
     }
@@ -177,11 +208,59 @@ void launchCompiled(const py::handle& kernel, const py::args& args) {
       buffers.push_back(data);
     }
   }
-  const py::gil_scoped_release no_gil;
-  emulate::runOnDevice(device < 0 ? currentDevice() : device, buffers, [&] {
-    const py::gil_scoped_acquire gil;
-    kernel(*args);
-  });
+  if (device < 0) {
+    device = currentDevice();
+  }
+  const CompiledCall call{args[0], args + 1,
+                          static_cast<std::size_t>(nargs - 1)};
+  if (!emulate::runOnDeviceIfIdle(device, buffers, call)) {
+    const py::gil_scoped_release no_gil;
+    emulate::runOnDevice(device, buffers, [&] {
+      const py::gil_scoped_acquire gil;
+      call();
+    });
+  }
+  Py_RETURN_NONE;
+  END_HANDLE_TH_ERRORS
+}
+
+// _empty_strided(size, stride, dtype, device): METH_FASTCALL. The buffers
+// of a compiled graph's wrapper come from here, as Inductor's own
+// empty_strided_cpu serves the CPU's, so it parses its arguments itself.
+PyObject* emptyStridedFast(PyObject* /*module*/, PyObject* const* args,
+                           Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  TORCH_CHECK(nargs == 4 && PyTuple_Check(args[0]) && PyTuple_Check(args[1]) &&
+                  THPDtype_Check(args[2]) && PyLong_Check(args[3]),
+              "_empty_strided(size: tuple, stride: tuple, dtype, device: int)");
+  const auto ints = [](PyObject* tuple) {
+    c10::SmallVector<int64_t, 8> values;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tuple); ++i) {
+      values.push_back(THPUtils_unpackLong(PyTuple_GET_ITEM(tuple, i)));
+    }
+    return values;
+  };
+  const auto size = ints(args[0]);
+  const auto stride = ints(args[1]);
+  TORCH_CHECK(size.size() == stride.size(), "_empty_strided: ", size.size(),
+              " sizes but ", stride.size(), " strides");
+  return THPVariable_Wrap(emptyStrided(
+      size, stride, reinterpret_cast<THPDtype*>(args[2])->scalar_type,
+      static_cast<c10::DeviceIndex>(THPUtils_unpackLong(args[3]))));
+  END_HANDLE_TH_ERRORS
+}
+
+using FastcallFn = PyObject* (*)(PyObject*, PyObject* const*, Py_ssize_t);
+
+// Adds `Fn` to `m` as a METH_FASTCALL function: called without an argument
+// tuple or pybind11's overload dispatch.
+template <FastcallFn Fn>
+void defFastcall(py::module_& m, const char* name) {
+  static PyMethodDef def = {
+      name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(Fn)),
+      METH_FASTCALL, nullptr};
+  m.attr(name) = py::reinterpret_steal<py::object>(
+      PyCFunction_NewEx(&def, nullptr, m.ptr()));
 }
 
 // The kernel of _sleep: occupies its stream for the microseconds it is
@@ -264,7 +343,7 @@ PYBIND11_MODULE(_C, m) {
         reinterpret_cast<void*>(static_cast<std::intptr_t>(microseconds)),
         nullptr, 0));
   });
-  m.def("_launch_compiled", &launchCompiled);
+  defFastcall<&launchCompiled>(m, "_launch_compiled");
   m.def("_begin_exit", [] {
     // Note [Exit with device work in flight]: a thread that waits for the
     // GIL after a device operator gets it now, returns to Python and parks
@@ -292,12 +371,7 @@ PYBIND11_MODULE(_C, m) {
       return host_group(index).cast<c10::intrusive_ptr<c10d::Backend>>();
     });
   });
-  m.def("_empty_strided",
-        [](const std::vector<int64_t>& size, const std::vector<int64_t>& stride,
-           at::ScalarType dtype, int device) {
-          return emptyStrided(size, stride, dtype,
-                              static_cast<c10::DeviceIndex>(device));
-        });
+  defFastcall<&emptyStridedFast>(m, "_empty_strided");
   m.def("_stream_priority_range", [] {
     const auto [least, greatest] = streamPriorityRange();
     return py::make_tuple(least, greatest);

@@ -239,10 +239,12 @@ struct Launch {
   c10::function_ref<void()> fn;
   std::exception_ptr error;
   WarningCollector warnings;
+  bool ran = false;
 };
 
 accError_t runLaunch(void* user_data) {
   auto* launch = static_cast<Launch*>(user_data);
+  launch->ran = true;
   c10::WarningUtils::WarningHandlerGuard warning_guard(&launch->warnings);
   try {
     // The caller is below autograd, and so is the CPU kernel it runs.
@@ -295,25 +297,31 @@ void parkIfExiting() noexcept {
   }
 }
 
-// Returns whether the kernel resized a result allocated for it
-// (`fresh_results`).
-bool launchAndWait(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
-                   c10::function_ref<void()> fn, bool fresh_results) {
-  parkIfExiting();
-  noteDeviceThread();
-  Launch launch{fn, nullptr, {}};
-  launch.warnings.fresh_results = fresh_results;
-  // The CPU kernel reads this frame: a synchronous launch, which runs it on
-  // this thread when the stream is idle.
-  ACCGEN_CHECK(accLaunchKernelSync(currentNativeStream(device), &runLaunch,
-                                   &launch, buffers.data(), buffers.size()));
-  parkIfExiting();
+// After a launch ran: raises its warnings again on this thread and rethrows
+// its exception.
+void finishLaunch(const Launch& launch) {
   for (const c10::Warning& warning : launch.warnings.warnings) {
     c10::warn(warning);
   }
   if (launch.error) {
     std::rethrow_exception(launch.error);
   }
+}
+
+// Returns whether the kernel resized a result allocated for it
+// (`fresh_results`).
+bool launchAndWait(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
+                   c10::function_ref<void()> fn, bool fresh_results) {
+  parkIfExiting();
+  noteDeviceThread();
+  Launch launch{fn, nullptr, {}, false};
+  launch.warnings.fresh_results = fresh_results;
+  // The CPU kernel reads this frame: a synchronous launch, which runs it on
+  // this thread when the stream is idle.
+  ACCGEN_CHECK(accLaunchKernelSync(currentNativeStream(device), &runLaunch,
+                                   &launch, buffers.data(), buffers.size()));
+  parkIfExiting();
+  finishLaunch(launch);
   return launch.warnings.resized;
 }
 
@@ -1010,6 +1018,27 @@ bool beginExit() noexcept {
 void runOnDevice(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
                  c10::function_ref<void()> fn) {
   launchAndWait(device, buffers, fn, /*fresh_results=*/false);
+}
+
+bool runOnDeviceIfIdle(c10::DeviceIndex device,
+                       c10::ArrayRef<const void*> buffers,
+                       c10::function_ref<void()> fn) {
+  // An exiting process parks other threads in runOnDevice, which needs the
+  // caller's lock released first.
+  if (C10_UNLIKELY(g_exiting.load(std::memory_order_acquire))) {
+    return false;
+  }
+  noteDeviceThread();
+  Launch launch{fn, nullptr, {}, false};
+  const accError_t launched =
+      accLaunchKernelEx(currentNativeStream(device), &runLaunch, &launch,
+                        buffers.data(), buffers.size(), accLaunchIfIdle);
+  if (!launch.ran && launched == accErrorNotReady) {
+    return false;
+  }
+  ACCGEN_CHECK(launched);
+  finishLaunch(launch);
+  return true;
 }
 
 at::Tensor HostViews::operator()(const at::Tensor& device_tensor) {

@@ -52,7 +52,8 @@ accError_t launchKernel(accStream_t stream, accKernelFn_t fn, void* user_data,
                         const void* const* buffers, size_t num_buffers,
                         bool wait, unsigned flags = accLaunchDefault) {
   if (fn == nullptr || (num_buffers != 0 && buffers == nullptr) ||
-      (flags & ~unsigned{accLaunchWaitsOutside}) != 0) {
+      (flags != accLaunchDefault && flags != accLaunchWaitsOutside &&
+       flags != accLaunchIfIdle)) {
     return accErrorInvalidValue;
   }
   return guarded([&](Runtime& rt) {
@@ -64,6 +65,16 @@ accError_t launchKernel(accStream_t stream, accKernelFn_t fn, void* user_data,
     Stream* target = rt.findStream(stream, owner);
     if (target == nullptr) {
       return accErrorInvalidHandle;
+    }
+    if (flags == accLaunchIfIdle) {
+      // Note [Synchronous launch], without the wait: the caller holds
+      // something the stream's queued work may need.
+      accError_t error = accSuccess;
+      if (!target->runIfIdle(work, error)) {
+        return accErrorNotReady;
+      }
+      const accError_t pending = target->takeError();
+      return pending != accSuccess ? pending : error;
     }
     if (!wait) {
       if (runsWhereLaunched(work, flags) && target->idle()) {

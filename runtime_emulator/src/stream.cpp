@@ -169,9 +169,17 @@ accError_t Stream::submitAndRun(Work&& work) {
   return accSuccess;
 }
 
+bool Stream::runIfIdle(Work& work, accError_t& error) {
+  if (tls_stream != this && !idle()) {
+    return false;
+  }
+  error = runWork(work);
+  return true;
+}
+
 accError_t Stream::runOrdered(Work&& work) {
-  if (tls_stream == this || idle()) {
-    return runWork(work);
+  if (accError_t error = accSuccess; runIfIdle(work, error)) {
+    return error;
   }
   // The caller waits either way: waiting for the queued work first and then
   // running the kernel here keeps it on the calling thread, whose thread

@@ -47,6 +47,10 @@ class Stream {
   /// before it finished, else (more work arrived meanwhile) queued and
   /// waited for. Its error is returned, not made sticky.
   accError_t runOrdered(Work&& work);
+  /// Runs `work` on the calling thread, with its error stored in `error`,
+  /// when the stream is idle (or this is its own worker); false, with
+  /// nothing run, otherwise.
+  bool runIfIdle(Work& work, accError_t& error);
 
   /// The number of the last submitted item.
   uint64_t submitted() const {

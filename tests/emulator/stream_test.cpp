@@ -602,6 +602,64 @@ TEST(Stream, SyncLaunchReportsErrorsLikeLaunchThenSynchronize) {
   ASSERT_EQ(accStreamDestroy(stream), accSuccess);
 }
 
+TEST(Stream, LaunchIfIdleRunsHereOrNotAtAll) {
+  accStream_t stream = nullptr;
+  ASSERT_EQ(accStreamCreate(&stream), accSuccess);
+  void* dev = nullptr;
+  ASSERT_EQ(accMalloc(&dev, sizeof(int)), accSuccess);
+  const auto ifIdle = [stream](Closure& fn, std::vector<const void*> buffers) {
+    return accLaunchKernelEx(stream, runBorrowedClosure, &fn, buffers.data(),
+                             buffers.size(), accLaunchIfIdle);
+  };
+
+  // Idle: it runs on this thread, with access, before the call returns, and
+  // its error is returned rather than left sticky.
+  std::thread::id kernel_thread;
+  Closure write = [&kernel_thread, dev] {
+    kernel_thread = std::this_thread::get_id();
+    *static_cast<int*>(dev) = 7;  // given access
+    return accErrorInvalidDevice;
+  };
+  EXPECT_EQ(ifIdle(write, {dev}), accErrorInvalidDevice);
+  EXPECT_EQ(kernel_thread, std::this_thread::get_id());
+  EXPECT_EQ(accStreamSynchronize(stream), accSuccess) << "not left sticky";
+
+  // Busy: nothing runs, now or later.
+  auto gate = std::make_shared<Gate>();
+  ASSERT_EQ(
+      launch(stream,
+             [gate] { return gate->wait() ? accSuccess : accErrorNotReady; }),
+      accSuccess);
+  bool ran = false;
+  Closure mark = [&ran] {
+    ran = true;
+    return accSuccess;
+  };
+  EXPECT_EQ(ifIdle(mark, {dev}), accErrorNotReady);
+  gate->open();
+  ASSERT_EQ(accStreamSynchronize(stream), accSuccess);
+  EXPECT_FALSE(ran) << "declined means not launched";
+
+  // An earlier sticky error comes first, as for accLaunchKernelSync (a
+  // small kernel on an idle stream runs where launched, so the stream is
+  // idle again with the error pending).
+  ASSERT_EQ(launch(stream, [] { return accErrorMemoryAllocation; }, {dev}),
+            accSuccess);
+  EXPECT_EQ(ifIdle(mark, {dev}), accErrorMemoryAllocation);
+  EXPECT_TRUE(ran);
+  EXPECT_EQ(accStreamSynchronize(stream), accSuccess) << "reported once";
+
+  // Argument checks: host memory is no device buffer; the flag does not
+  // combine with accLaunchWaitsOutside.
+  int local = 0;
+  EXPECT_EQ(ifIdle(mark, {&local}), accErrorInvalidValue);
+  EXPECT_EQ(accLaunchKernelEx(stream, runBorrowedClosure, &mark, nullptr, 0,
+                              accLaunchIfIdle | accLaunchWaitsOutside),
+            accErrorInvalidValue);
+  ASSERT_EQ(accFree(dev), accSuccess);
+  ASSERT_EQ(accStreamDestroy(stream), accSuccess);
+}
+
 TEST(Stream, ManyHostThreadsAtOnce) {
   constexpr int kThreads = 8;
   constexpr int kIterations = 150;

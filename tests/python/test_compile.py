@@ -7,6 +7,7 @@ device and with the CPU.
 The suite runs with the access guard on (conftest): a compiled kernel that
 touched device memory outside its launch would crash the run.
 """
+import ctypes
 import importlib.util
 import pathlib
 import threading
@@ -223,6 +224,48 @@ def test_compiled_kernels_follow_queued_work_on_the_stream(device, mod):
     dst.copy_(src, non_blocking=True)
     out = compiled(dst)
     _close(out, torch.full((1024,), 7.0))
+
+
+def test_a_launch_runs_in_stream_order_and_raises_what_the_kernel_raises(device, mod):
+    # _launch_compiled takes any callable as the kernel. Here it reads device
+    # memory itself, which the access guard allows only inside the launch.
+    launch = mod._C._launch_compiled
+    dst = torch.zeros(4, device=device)
+    seen = []
+
+    def kernel(t, scale):
+        value = ctypes.c_float.from_address(t.data_ptr()).value
+        seen.append((threading.get_ident(), value * scale))
+
+    launch(kernel, dst, 2)  # an idle stream: it runs here, at once
+    assert seen == [(threading.get_ident(), 0.0)]
+    mod._sleep(50)
+    dst.copy_(torch.full((4,), 3.0, device=device), non_blocking=True)
+    launch(kernel, dst, 2)  # after the sleep and the copy queued before it
+    assert seen[1][1] == 6.0
+
+    def failing(t):
+        raise ValueError("raised by the kernel")
+
+    with pytest.raises(ValueError, match="raised by the kernel"):
+        launch(failing, dst)
+    mod._sleep(20)
+    with pytest.raises(ValueError, match="raised by the kernel"):
+        launch(failing, dst)  # run behind queued work, GIL taken back
+    mod.synchronize()  # nothing left sticky
+    with pytest.raises(RuntimeError, match="no kernel given"):
+        launch()
+
+
+def test_buffers_come_from_the_device_allocator(device, mod):
+    empty = mod._C._empty_strided
+    t = empty((2, 3), (1, 2), torch.float16, 0)
+    assert (t.shape, t.stride(), t.dtype, t.device) == (
+        (2, 3), (1, 2), torch.float16, torch.device(device, 0))
+    with pytest.raises(RuntimeError, match="2 sizes but 1 strides"):
+        empty((2, 3), (1,), torch.float32, 0)
+    with pytest.raises(RuntimeError, match=r"_empty_strided\(size: tuple"):
+        empty([2], (1,), torch.float32, 0)
 
 
 def test_the_gil_is_released_while_the_device_works(device, mod):

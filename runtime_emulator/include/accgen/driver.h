@@ -186,11 +186,19 @@ enum {
   accLaunchDefault = 0x0,
   /* The kernel waits for work outside its stream: it always runs on the
    * stream's own worker, never on the launching thread. */
-  accLaunchWaitsOutside = 0x1
+  accLaunchWaitsOutside = 0x1,
+  /* Run the kernel now, on the launching thread, or not at all: when the
+   * driver can run it there without waiting for the stream (the emulator:
+   * nothing is queued on it), it does and returns what accLaunchKernelSync
+   * would; otherwise it launches nothing and returns accErrorNotReady. A
+   * driver may always decline. For a caller that must not wait while it
+   * holds a lock the stream's queued work may take (Python's GIL). */
+  accLaunchIfIdle = 0x2
 };
 
-/* accLaunchKernel with flags (accLaunchDefault, accLaunchWaitsOutside);
- * other flags are accErrorInvalidValue. */
+/* accLaunchKernel with flags (accLaunchDefault, accLaunchWaitsOutside or
+ * accLaunchIfIdle); other flags and combinations are
+ * accErrorInvalidValue. */
 accError_t accLaunchKernelEx(accStream_t stream, accKernelFn_t fn,
                              void* user_data, const void* const* buffers,
                              size_t num_buffers, unsigned flags);

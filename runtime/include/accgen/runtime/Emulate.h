@@ -126,6 +126,14 @@ void parkIfExitingThread() noexcept;
 /// again on the calling thread.
 void runOnDevice(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
                  c10::function_ref<void()> fn);
+/// runOnDevice when the driver can run `fn` on this thread at once, without
+/// waiting for the stream (accLaunchIfIdle: nothing is queued on it), and
+/// the process is not exiting; returns false, with nothing run, otherwise.
+/// For a caller that holds a lock the stream's queued work may take (the
+/// GIL).
+bool runOnDeviceIfIdle(c10::DeviceIndex device,
+                       c10::ArrayRef<const void*> buffers,
+                       c10::function_ref<void()> fn);
 
 /// The device tensors one piece of CPU code reads and writes. Viewing one
 /// (`views(t)`) gives its host alias and records its allocation; run()
