@@ -66,17 +66,7 @@ accError_t launchKernel(accStream_t stream, accKernelFn_t fn, void* user_data,
     if (target == nullptr) {
       return accErrorInvalidHandle;
     }
-    if (flags == accLaunchIfIdle) {
-      // Note [Synchronous launch], without the wait: the caller holds
-      // something the stream's queued work may need.
-      accError_t error = accSuccess;
-      if (!target->runIfIdle(work, error)) {
-        return accErrorNotReady;
-      }
-      const accError_t pending = target->takeError();
-      return pending != accSuccess ? pending : error;
-    }
-    if (!wait) {
+    if (!wait && flags != accLaunchIfIdle) {
       if (runsWhereLaunched(work, flags) && target->idle()) {
         return target->submitAndRun(std::move(work));
       }
@@ -89,8 +79,17 @@ accError_t launchKernel(accStream_t stream, accKernelFn_t fn, void* user_data,
     // only wait), which saves waking the worker and being woken by it:
     // microseconds each on a loaded machine, more than a small operator's
     // whole kernel. The kernel's error is returned rather than left
-    // sticky, after an earlier sticky error of the stream.
-    const accError_t error = target->runOrdered(std::move(work));
+    // sticky, after an earlier sticky error of the stream. accLaunchIfIdle
+    // is the same without the wait: its caller holds something the
+    // stream's queued work may need, so a busy stream declines.
+    accError_t error = accSuccess;
+    if (flags == accLaunchIfIdle) {
+      if (!target->runIfIdle(work, error)) {
+        return accErrorNotReady;
+      }
+    } else {
+      error = target->runOrdered(std::move(work));
+    }
     const accError_t pending = target->takeError();
     return pending != accSuccess ? pending : error;
   });
