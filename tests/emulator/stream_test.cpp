@@ -197,12 +197,7 @@ TEST(Stream, SmallKernelOnAnIdleStreamRunsWhereLaunched) {
     auto gate = std::make_shared<Gate>();
     // The kernel waits for the host, which opens the gate only after the
     // launch returned: run where launched, it would time out.
-    EXPECT_EQ(
-        launch(
-            stream,
-            [gate] { return gate->wait() ? accSuccess : accErrorNotReady; },
-            std::move(buffers), flags),
-        accSuccess);
+    EXPECT_EQ(holdStream(stream, gate, std::move(buffers), flags), accSuccess);
     const bool pending = accStreamQuery(stream) == accErrorNotReady;
     gate->open();
     EXPECT_EQ(accStreamSynchronize(stream), accSuccess);
@@ -626,10 +621,7 @@ TEST(Stream, LaunchIfIdleRunsHereOrNotAtAll) {
 
   // Busy: nothing runs, now or later.
   auto gate = std::make_shared<Gate>();
-  ASSERT_EQ(
-      launch(stream,
-             [gate] { return gate->wait() ? accSuccess : accErrorNotReady; }),
-      accSuccess);
+  ASSERT_EQ(holdStream(stream, gate), accSuccess);
   bool ran = false;
   Closure mark = [&ran] {
     ran = true;

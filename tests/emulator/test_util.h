@@ -87,10 +87,14 @@ class Gate {
 };
 
 /// A kernel that holds its stream until `gate` opens (accErrorNotReady if it
-/// never does). Shared ownership: a failing test may return while it waits.
-inline accError_t holdStream(accStream_t stream, std::shared_ptr<Gate> gate) {
+/// never does), launched as launch() does with `buffers` and `flags`. Shared
+/// ownership: a failing test may return while it waits.
+inline accError_t holdStream(accStream_t stream, std::shared_ptr<Gate> gate,
+                             std::vector<const void*> buffers = {},
+                             unsigned flags = accLaunchDefault) {
   return launch(
-      stream, [gate] { return gate->wait() ? accSuccess : accErrorNotReady; });
+      stream, [gate] { return gate->wait() ? accSuccess : accErrorNotReady; },
+      std::move(buffers), flags);
 }
 
 inline int deviceCount() {
