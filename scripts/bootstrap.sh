@@ -5,7 +5,11 @@
 set -euo pipefail
 
 # --8<-- [start:torch-pin]
-readonly TORCH_VERSION=2.13.0
+# The pinned torch is the first release of torch_releases.txt. TORCH_VERSION
+# names another one for another Python (PYTHON=): the release matrix
+# (scripts/test_releases.sh) bootstraps each release's venv this way.
+TORCH_VERSION=${TORCH_VERSION:-$(grep -m1 '^[0-9]' "$(dirname "$0")/../torch_releases.txt")}
+readonly TORCH_VERSION
 # --8<-- [end:torch-pin]
 readonly DEB_PACKAGES=(
   cmake ninja-build g++ ccache clang-format clang-tidy clang-14 libclang-rt-14-dev
@@ -30,13 +34,20 @@ PY=${PYTHON:-python3}
 have=$("$PY" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null || true)
 if [ "$have" != "$TORCH_VERSION" ]; then
   echo "bootstrap: installing torch==$TORCH_VERSION"
-  "$PY" -m pip install -q "torch==$TORCH_VERSION"
+  if ! "$PY" -m pip install -q "torch==$TORCH_VERSION"; then
+    # A pip configuration may cap torch below a release the registry has
+    # (a machine that keeps its own copies of some releases): the release
+    # then comes from the registry, without that configuration.
+    echo "bootstrap: torch==$TORCH_VERSION refused; trying the registry without the pip configuration"
+    PIP_CONFIG_FILE=/dev/null "$PY" -m pip install -q "torch==$TORCH_VERSION"
+  fi
 fi
 # expecttest: torch.testing._internal (the OpInfo database) imports it.
 # xdist: the generated conformance suites shard over devices with -n.
-for mod in pytest yaml scikit_build_core pybind11 ninja numpy expecttest xdist; do
+# clang: libclang, with which scripts/interface_diff.py reads torch's headers.
+for mod in pytest yaml scikit_build_core pybind11 ninja numpy expecttest xdist clang; do
   "$PY" -c "import $mod" 2>/dev/null || {
     pkg=$mod; [ "$mod" = yaml ] && pkg=PyYAML; [ "$mod" = scikit_build_core ] && pkg=scikit-build-core
-    [ "$mod" = xdist ] && pkg=pytest-xdist
+    [ "$mod" = xdist ] && pkg=pytest-xdist; [ "$mod" = clang ] && pkg=libclang
     echo "bootstrap: installing $pkg"; "$PY" -m pip install -q "$pkg"; }
 done

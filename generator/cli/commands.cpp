@@ -20,7 +20,9 @@ namespace {
 
 int runValidate(const std::string& specs, const std::string& out,
                 const std::string& schemas_file) {
-  SchemaSource schemas = loadSchemas(schemas_file);
+  const SchemaLocation where = locateSchemas(schemas_file);
+  warnIfUnsupportedTorch(where, std::cerr);
+  SchemaSource schemas = loadSchemas(where);
   model::Backend backend = loadBackend(specs, schemas, std::cerr);
   // What `generate` would refuse, validate reports: a lock it cannot read
   // (exit 3) or locked schemas that changed (exit 5).

@@ -240,6 +240,7 @@ std::string regenerateCommand(const GenerateOptions& o) {
 
 GenerateOutcome generate(const GenerateOptions& o, const SchemaLocation& where,
                          std::ostream& out, std::ostream& err) {
+  warnIfUnsupportedTorch(where, err);
   PendingInputs inputs;
   if (auto report = skipIfCurrent(o, where, inputs)) {
     return {static_cast<int>(ExitCode::kOk), std::move(report)};

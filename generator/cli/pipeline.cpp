@@ -11,6 +11,7 @@
 #include "generator/support/diagnostics.h"
 #include "generator/support/io.h"
 #include "generator/support/parallel.h"
+#include "generator/support/torch_releases.h"
 #include "generator/upgrade/schema_source.h"
 
 namespace accgen::cli {
@@ -57,6 +58,18 @@ SchemaSource loadSchemas(const SchemaLocation& where) {
   }
   source.registry->setTorchVersion(source.torch_version);
   return source;
+}
+
+void warnIfUnsupportedTorch(const SchemaLocation& where, std::ostream& err) {
+  std::string version;
+  if (where.arg.empty()) {
+    if (where.torch) version = where.torch->install.version;
+  } else if (std::filesystem::is_regular_file(where.arg)) {
+    version = upgrade::versionBesideYaml(where.arg);
+  } else {
+    version = where.arg;
+  }
+  if (auto warning = untestedTorchWarning(version)) err << *warning;
 }
 
 SchemaSource loadSchemas(const std::string& schemas_file) {

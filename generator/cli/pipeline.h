@@ -57,6 +57,12 @@ SchemaLocation locateSchemas(const std::string& schemas_arg);
 /// Loads the schemas `where` names.
 SchemaSource loadSchemas(const SchemaLocation& where);
 
+/// Writes to `err` the warning for a torch outside the supported releases
+/// (torch_releases.txt) that `where` names: the installed torch, the torch
+/// a --schemas file belongs to, or a --schemas version. Nothing when the
+/// version is supported or unknown.
+void warnIfUnsupportedTorch(const SchemaLocation& where, std::ostream& err);
+
 /// Loads `schemas_file`, or the installed torch's native_functions.yaml when
 /// it is empty.
 SchemaSource loadSchemas(const std::string& schemas_file);

@@ -25,11 +25,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// For .../site-packages/torchgen/packaged/ATen/native/native_functions.yaml,
-/// the version of the torch installed beside it; "" otherwise.
-std::string versionBesideYaml(const fs::path& yaml) {
+/// "2.13.0" matches "2.13.0" and "2.13.0+cpu"; "2.13.0+cpu" only itself.
+bool versionMatches(const std::string& wanted, const std::string& have) {
+  return have == wanted || (wanted.find('+') == std::string::npos &&
+                            have.rfind(wanted + "+", 0) == 0);
+}
+
+}  // namespace
+
+std::string versionBesideYaml(const std::string& yaml_path) {
   std::error_code ec;
-  fs::path abs = fs::weakly_canonical(yaml, ec);
+  fs::path abs = fs::weakly_canonical(yaml_path, ec);
   if (ec) return "";
   fs::path site =
       abs.parent_path().parent_path().parent_path().parent_path().parent_path();
@@ -40,14 +46,6 @@ std::string versionBesideYaml(const fs::path& yaml) {
   fs::path version_py = site / "torch" / "version.py";
   return schema::readTorchVersion(version_py.string());
 }
-
-/// "2.13.0" matches "2.13.0" and "2.13.0+cpu"; "2.13.0+cpu" only itself.
-bool versionMatches(const std::string& wanted, const std::string& have) {
-  return have == wanted || (wanted.find('+') == std::string::npos &&
-                            have.rfind(wanted + "+", 0) == 0);
-}
-
-}  // namespace
 
 bool looksLikeVersion(const std::string& text) {
   // \d+\.\d+(\.\d+)?[.a-z0-9]*(\+[A-Za-z0-9.]+)?, matched by hand:

@@ -30,6 +30,11 @@ struct SchemaSource {
   schema::SchemaRegistry registry;
 };
 
+/// The version of the torch a native_functions.yaml belongs to, read from
+/// torch/version.py beside its torchgen/packaged/ATen/native/ directory;
+/// "" for a file outside an installed torch.
+std::string versionBesideYaml(const std::string& yaml_path);
+
 /// True for "2.14", "2.14.1", "2.13.0+cpu", "2.15.0.dev20260101": what
 /// looks like a torch version rather than a file name.
 bool looksLikeVersion(const std::string& text);

@@ -253,18 +253,21 @@ def get_raw_stream(device_index: int) -> int:
     return _dev.current_stream(device_index).stream_id
 
 
-# ------------------------------------------------- workarounds of torch 2.13
+# ------------------------------------------------- workarounds of torch's Inductor
 
 # --8<-- [start:torch-workarounds-note]
-# Note [Inductor on a PrivateUse1 device in torch 2.13]
-# Two places of torch 2.13's Inductor assume that a device other than the CPU,
-# MPS, XPU or TPU generates Triton code, which breaks C++ code generation for
-# any other device. Each workaround below is a function of this list, applied
-# by register() on the torch releases that need it;
-# tests/python/test_compile.py (test_torch_workarounds_are_still_needed)
-# leaves each one out in turn and shows that compiling fails without it on
-# the pinned torch.
-_WORKAROUNDS_BEFORE = (2, 14)
+# Note [Inductor on a PrivateUse1 device]
+# Two places of Inductor assume that a device other than the CPU, MPS, XPU or
+# TPU generates Triton code, which breaks C++ code generation for any other
+# device: in torch 2.13, 2.14 and 2.15 alike. Each workaround below is a
+# function of TORCH_WORKAROUNDS, mapped to the first torch release that no
+# longer needs it (None while every supported release does; a release newer
+# than the newest tested gets it too). register() applies those the running
+# torch needs. tests/python/test_compile.py
+# (test_torch_workarounds_are_still_needed) leaves each one out in turn and
+# shows that compiling fails without it, on every release of the matrix
+# (scripts/test_releases.sh); a release that compiles without one says so
+# there, and its entry here gets that release.
 # --8<-- [end:torch-workarounds-note]
 
 
@@ -309,7 +312,17 @@ def _device_nodes_schedule_as_cpu() -> None:
     scheduler.BaseSchedulerNode.is_cpu = is_cpu
 
 
-TORCH_WORKAROUNDS = [_device_generates_cpp, _device_nodes_schedule_as_cpu]
+TORCH_WORKAROUNDS: dict[Callable[[], None], Optional[tuple[int, int]]] = {
+    _device_generates_cpp: None,
+    _device_nodes_schedule_as_cpu: None,
+}
+
+
+def needed_workarounds() -> list[Callable[[], None]]:
+    """The workarounds of TORCH_WORKAROUNDS the running torch needs."""
+    version = torch.torch_version.TorchVersion(torch.__version__)
+    return [workaround for workaround, fixed_in in TORCH_WORKAROUNDS.items()
+            if fixed_in is None or version < fixed_in]
 
 
 def _on_device(graph: Any, example_inputs: Any) -> bool:
@@ -382,9 +395,8 @@ def register() -> None:
     register_device_op_overrides(_DEVICE_TYPE, op_overrides())
     register_backend_for_device(_DEVICE_TYPE, scheduling, wrapper, cpp_wrapper,
                                 device_custom_pass=identity())
-    if torch.torch_version.TorchVersion(torch.__version__) < _WORKAROUNDS_BEFORE:
-        for workaround in TORCH_WORKAROUNDS:
-            workaround()
+    for workaround in needed_workarounds():
+        workaround()
 # --8<-- [end:inductor-registration]
 
 

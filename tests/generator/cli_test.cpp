@@ -68,6 +68,23 @@ std::map<std::string, std::pair<std::string, fs::file_time_type>> snapshot(
   return files;
 }
 
+/// The installed torch's native_functions.yaml, or "" without one.
+std::string installedSchemas() {
+  FILE* pipe = ::popen(
+      "python3 -c 'import pathlib, torchgen; print(pathlib.Path("
+      "torchgen.__file__).parent / \"packaged/ATen/native/"
+      "native_functions.yaml\")' 2>/dev/null",
+      "r");
+  if (pipe == nullptr) return "";
+  char line[4096] = {0};
+  const bool got = std::fgets(line, sizeof(line), pipe) != nullptr;
+  ::pclose(pipe);
+  std::string schemas = got ? std::string(line) : "";
+  while (!schemas.empty() && schemas.back() == '\n')
+    schemas.pop_back();
+  return fs::exists(schemas) ? schemas : "";
+}
+
 class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -162,6 +179,73 @@ TEST_F(CliTest, InitLeavesAProjectThatIsAlreadyCurrent) {
 
 // The same for a first generate that creates the lock and user kernels:
 // the manifest records the inputs as the run leaves them.
+/// The releases of torch_releases.txt, as the warning lists them.
+std::string supportedReleases() {
+  std::ifstream in(fs::path(ACCGEN_SOURCE_DIR) / "torch_releases.txt");
+  std::string list;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    list += (list.empty() ? "" : ", ") + line;
+  }
+  return list;
+}
+
+// A torch outside the supported releases is a warning naming them, never a
+// failure: init pins it as it pins any torch, and generate and validate
+// warn again. A supported release is not warned about.
+TEST_F(CliTest, TorchOutsideTheSupportedReleasesIsAWarning) {
+  const std::string schemas = installedSchemas();
+  if (schemas.empty()) GTEST_SKIP() << "torchgen's schemas not found";
+  const std::string releases = supportedReleases();
+  ASSERT_FALSE(releases.empty());
+  const std::string newest = releases.substr(releases.rfind(' ') + 1);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"2.99.0", "newer than the newest"},
+      {"2.12.1+cpu", "older than the oldest"},
+      {newest, ""},
+  };
+  int n = 0;
+  for (const auto& [version, warning] : cases) {
+    // A site directory as a torch install lays it out: torchgen's schemas
+    // and torch/version.py, which is where accgen reads the version from.
+    const fs::path site = dir_ / ("site" + std::to_string(n));
+    const fs::path yaml =
+        site / "torchgen/packaged/ATen/native/native_functions.yaml";
+    fs::create_directories(yaml.parent_path());
+    fs::create_directories(site / "torch");
+    fs::copy_file(schemas, yaml);
+    std::ofstream(site / "torch" / "version.py")
+        << "__version__ = '" << version << "'\n";
+    const std::string name =
+        std::string("proj_") + static_cast<char>('a' + n++);
+    Result init =
+        accgen("init " + name + " --schemas '" + yaml.string() + "'", dir_);
+    ASSERT_EQ(init.code, 0) << version << ": " << init.err;
+    const std::string plain = version.substr(0, version.find('+'));
+    EXPECT_NE(slurp(dir_ / name / "pyproject.toml").find("torch==" + plain),
+              std::string::npos)
+        << version;
+    EXPECT_NE(slurp(dir_ / name / "specs/accgen.lock")
+                  .find("torch: \"" + plain + "\""),
+              std::string::npos)
+        << version;
+    const std::string args = " --schemas '" + yaml.string() + "'";
+    for (const Result& r : {init, accgen("generate" + args, dir_ / name),
+                            accgen("validate" + args, dir_ / name)}) {
+      EXPECT_EQ(r.code, 0) << version << ": " << r.err;
+      if (warning.empty()) {
+        EXPECT_EQ(r.err.find("warning: torch"), std::string::npos) << r.err;
+        continue;
+      }
+      EXPECT_NE(r.err.find("warning: torch " + version + " is " + warning +
+                           " release accgen supports; supported and tested: " +
+                           releases),
+                std::string::npos)
+          << r.err;
+    }
+  }
+}
+
 TEST_F(CliTest, FirstGenerateRecordsTheInputsItLeaves) {
   fs::copy(fs::path(ACCGEN_SOURCE_DIR) / "specs", dir_ / "specs");
   fs::remove(dir_ / "specs" / "accgen.lock");
@@ -469,19 +553,8 @@ TEST_F(CliHardening, UnreadableSpecsAndLock) {
     }
     prefix += " setpriv --reuid=65534 --regid=65534 --clear-groups";
   }
-  FILE* pipe = ::popen(
-      "python3 -c 'import pathlib, torchgen; print(pathlib.Path("
-      "torchgen.__file__).parent / \"packaged/ATen/native/"
-      "native_functions.yaml\")' 2>/dev/null",
-      "r");
-  ASSERT_NE(pipe, nullptr);
-  char line[4096] = {0};
-  const bool got = std::fgets(line, sizeof(line), pipe) != nullptr;
-  ::pclose(pipe);
-  std::string schemas = got ? std::string(line) : "";
-  while (!schemas.empty() && schemas.back() == '\n')
-    schemas.pop_back();
-  if (schemas.empty() || !fs::exists(schemas)) {
+  const std::string schemas = installedSchemas();
+  if (schemas.empty()) {
     GTEST_SKIP() << "torchgen's native_functions.yaml not found";
   }
   fs::copy_file(schemas, dir_ / "nf.yaml");

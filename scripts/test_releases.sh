@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# The torch release matrix: every supported release after the pinned one
+# (torch_releases.txt), or the releases given as arguments, each in a venv of
+# its own. .ci/run runs it after scripts/test.sh, whose accgen install
+# (build/install, or $ACCGEN_PREFIX) it uses; run alone, it builds that first.
+#
+# A leg, for release R (docs/upgrading.md, "Supported releases"):
+#   1. the venv $ACCGEN_CACHE/venvs/torch-R (default ~/.cache/accgen), made
+#      and bootstrapped once, kept between runs;
+#   2. the example regenerated under R (`accgen generate --update-lock`, with
+#      R's python3 first on PATH, as a vendor regenerates), built and
+#      installed into the venv: the runtime compiled against R;
+#   3. its generated conformance suite, then tests/python/test_compile.py and
+#      test_distributed.py against it;
+#   4. `accgen init` under R: its lock and pyproject must pin R; the project
+#      built into a directory of its own and its own suite run (the smoke
+#      test init wrote and its generated conformance suite).
+# Each leg prints one summary line; a failure names the release and the step,
+# with the end of that step's log. Exit status: 0 when every leg passed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+CACHE=${ACCGEN_CACHE:-$HOME/.cache/accgen}
+WORK_ROOT=$ROOT/build/releases
+export CCACHE_BASEDIR=$ROOT
+
+if (($#)); then
+  RELEASES=("$@")
+else
+  mapfile -t RELEASES < <(grep '^[0-9]' torch_releases.txt | tail -n +2)
+fi
+
+PREFIX=${ACCGEN_PREFIX:-$ROOT/build/install}
+ACCGEN=$PREFIX/bin/accgen
+if [ ! -x "$ACCGEN" ]; then
+  PREFIX=$ROOT/build/install
+  ACCGEN=$PREFIX/bin/accgen
+  echo "== build and install accgen to build/install"
+  bash scripts/bootstrap.sh
+  cmake --preset default >/dev/null
+  cmake --build --preset default -j2 --target accgen accgen_emulator
+  cmake --install build --prefix build/install >/dev/null
+fi
+
+# The pytest summary of a log: its last line that counts tests.
+summary_of() {
+  grep -E '[0-9]+ (passed|failed|error)' "$1" | tail -n 1 | sed 's/^=* *//; s/ *=*$//'
+}
+
+# step NAME LOG COMMAND...: runs COMMAND with its output in LOG; on failure
+# reports the release, the step and the end of the log, and returns 1.
+step() {
+  local name=$1 log=$2
+  shift 2
+  local start=$SECONDS code=0
+  "$@" >"$log" 2>&1 || code=$?
+  if ((code == 0)); then
+    echo "   $name: $((SECONDS - start)) s"
+    return 0
+  fi
+  echo "FAIL torch $RELEASE: $name (exit $code, $((SECONDS - start)) s); from ${log#"$ROOT"/}:"
+  # pytest's failure summary when there is one, else the end of the log.
+  if grep -q "short test summary info" "$log"; then
+    sed -n '/short test summary info/,$p' "$log" | head -n 40 | sed 's/^/   | /'
+  else
+    tail -n 40 "$log" | sed 's/^/   | /'
+  fi
+  return 1
+}
+
+# The venv of one release: made once, bootstrapped (torch, the test
+# modules) on every run, which installs nothing when it is complete.
+venv_for() {
+  local venv=$CACHE/venvs/torch-$RELEASE
+  if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv" || return 1
+  fi
+  PYTHON=$venv/bin/python TORCH_VERSION=$RELEASE bash scripts/bootstrap.sh || return 1
+  local have
+  have=$("$venv/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])')
+  [ "$have" = "$RELEASE" ] || { echo "the venv has torch $have, not $RELEASE"; return 1; }
+}
+
+leg() {
+  local venv=$CACHE/venvs/torch-$RELEASE
+  local work=$WORK_ROOT/$RELEASE
+  local py=$venv/bin/python
+  rm -rf "$work"
+  mkdir -p "$work"
+  echo "== torch $RELEASE (venv $venv, logs in ${work#"$ROOT"/})"
+  step "venv" "$work/venv.log" venv_for || return 1
+
+  # R's python3 first on PATH: accgen asks it where torch is, as it asks
+  # the python3 of a vendor's activated venv. accgen's bin/ lets CMake find
+  # accgen's package.
+  local path=$venv/bin:$PREFIX/bin:$PATH
+
+  # The example, regenerated under R: a copy of its specs (the lock records
+  # the release) and of its generated tree (the manifest says what is ours).
+  cp -r specs "$work/specs"
+  cp -r generated_example "$work/example"
+  rm -rf "$work/example/build"
+  step "regenerate the example" "$work/generate.log" \
+    env PATH="$path" "$ACCGEN" generate --update-lock \
+    --specs "$work/specs" --out "$work/example" || return 1
+  grep -q "^torch: \"$RELEASE\"" "$work/specs/accgen.lock" || {
+    echo "FAIL torch $RELEASE: the regenerated lock does not record torch $RELEASE"
+    return 1
+  }
+  step "build and install the example" "$work/build.log" \
+    env PATH="$path" "$py" -m pip install -v --no-build-isolation "$work/example" || return 1
+
+  step "conformance suite" "$work/conformance.log" \
+    bash -c 'cd "$1" && shift && exec "$@"' _ "$work/example" \
+    "$py" -m pytest -q -p no:cacheprovider tests/conformance -n 2 || return 1
+  local conformance
+  conformance=$(summary_of "$work/conformance.log")
+
+  step "compile and distributed tests" "$work/python.log" \
+    env ACCGEN_TEST_SPECS="$work/specs" "$py" -m pytest -q -p no:cacheprovider \
+    tests/python/test_compile.py tests/python/test_distributed.py || return 1
+  local python_tests
+  python_tests=$(summary_of "$work/python.log")
+
+  # A new backend under R. PyTorch takes one PrivateUse1 backend per
+  # process and the venv has the example: this one goes into a directory of
+  # its own and is imported explicitly, with autoload off.
+  step "accgen init" "$work/init.log" \
+    env PATH="$path" "$ACCGEN" init second --dir "$work/second" || return 1
+  if ! grep -q "torch==$RELEASE" "$work/second/pyproject.toml" ||
+     ! grep -q "^torch: \"$RELEASE\"" "$work/second/specs/accgen.lock"; then
+    echo "FAIL torch $RELEASE: accgen init did not pin torch $RELEASE"
+    return 1
+  fi
+  step "build the init backend" "$work/init-build.log" \
+    env PATH="$path" "$py" -m pip install -v --no-build-isolation --no-deps \
+    --target "$work/second-site" "$work/second" || return 1
+  step "the init backend's suite" "$work/init-tests.log" \
+    env PYTHONPATH="$work/second-site" TORCH_DEVICE_BACKEND_AUTOLOAD=0 \
+    "$py" -c 'import sys, torch, torch_second, pytest
+sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-n", "2", sys.argv[1]]))' \
+    "$work/second/tests" || return 1
+  local init_tests
+  init_tests=$(summary_of "$work/init-tests.log")
+
+  echo "PASS torch $RELEASE: conformance $conformance; compile+distributed $python_tests; init backend $init_tests"
+}
+
+status=0
+passed=0
+failed=0
+for RELEASE in "${RELEASES[@]}"; do
+  if leg; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    status=1
+  fi
+done
+echo "torch releases ${RELEASES[*]}, one leg each:"
+echo "releases: $passed passed, $failed failed"
+exit $status
