@@ -34,13 +34,7 @@ PY=${PYTHON:-python3}
 have=$("$PY" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null || true)
 if [ "$have" != "$TORCH_VERSION" ]; then
   echo "bootstrap: installing torch==$TORCH_VERSION"
-  if ! "$PY" -m pip install -q "torch==$TORCH_VERSION"; then
-    # A pip configuration may cap torch below a release the registry has
-    # (a machine that keeps its own copies of some releases): the release
-    # then comes from the registry, without that configuration.
-    echo "bootstrap: torch==$TORCH_VERSION refused; trying the registry without the pip configuration"
-    PIP_CONFIG_FILE=/dev/null "$PY" -m pip install -q "torch==$TORCH_VERSION"
-  fi
+  "$PY" -m pip install -q "torch==$TORCH_VERSION"
 fi
 # expecttest: torch.testing._internal (the OpInfo database) imports it.
 # xdist: the generated conformance suites shard over devices with -n.

@@ -75,6 +75,10 @@ venv_for() {
   if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv" || return 1
   fi
+  # The venv exists for this release: a machine-wide pip constraint that
+  # caps torch below it (a machine keeping copies of older releases) does
+  # not apply in it. pip reads the venv's own pip.conf last.
+  printf '[global]\nconstraint = /dev/null\n' >"$venv/pip.conf"
   PYTHON=$venv/bin/python TORCH_VERSION=$RELEASE bash scripts/bootstrap.sh || return 1
   local have
   have=$("$venv/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])')
@@ -89,6 +93,26 @@ leg() {
   mkdir -p "$work"
   echo "== torch $RELEASE (venv $venv, logs in ${work#"$ROOT"/})"
   step "venv" "$work/venv.log" venv_for || return 1
+
+  # The interfaces the runtime implements and calls, against the release
+  # before this one: the report in docs/upgrading/ must be current.
+  local previous report
+  previous=$(grep '^[0-9]' torch_releases.txt | grep -B1 -x "$RELEASE" | head -n 1)
+  report=docs/upgrading/interfaces-$previous-$RELEASE.md
+  if [ -n "$previous" ] && [ "$previous" != "$RELEASE" ]; then
+    local previous_py=$CACHE/venvs/torch-$previous/bin/python
+    [ "$previous" = "$(grep -m1 '^[0-9]' torch_releases.txt)" ] && previous_py=python3
+    if [ ! -f "$report" ]; then
+      echo "FAIL torch $RELEASE: no interface report $report; write it with"
+      echo "   python3 scripts/interface_diff.py $previous_py $py --out $report"
+      return 1
+    elif [ -x "$(command -v "$previous_py")" ]; then
+      step "interface report $report is current" "$work/interfaces.log" \
+        python3 scripts/interface_diff.py "$previous_py" "$py" --check "$report" || return 1
+    else
+      echo "   interface report: not checked, torch $previous has no venv yet (run its leg first)"
+    fi
+  fi
 
   # R's python3 first on PATH: accgen asks it where torch is, as it asks
   # the python3 of a vendor's activated venv. accgen's bin/ lets CMake find
@@ -157,6 +181,7 @@ for RELEASE in "${RELEASES[@]}"; do
     status=1
   fi
 done
+echo "== the release matrix took $((SECONDS / 60)) min $((SECONDS % 60)) s"
 echo "torch releases ${RELEASES[*]}, one leg each:"
 echo "releases: $passed passed, $failed failed"
 exit $status
