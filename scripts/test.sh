@@ -12,59 +12,62 @@ ROOT=$PWD
 PY=${PYTHON:-python3}
 # Compiler command lines relative to the checkout: ccache hits across clones.
 export CCACHE_BASEDIR=$ROOT
+# Each section's start, in minutes and seconds since the command began.
+section() { echo "== [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
 
 bash scripts/bootstrap.sh
 
-echo "== format (.clang-format)"
+section "format (.clang-format)"
 bash scripts/check_format.sh
 
-echo "== docs (mkdocs build --strict, snippet markers)"
+section "docs (mkdocs build --strict, snippet markers)"
 bash scripts/check_docs.sh
 
-echo "== build (preset default)"
+section "build (preset default)"
 cmake --preset default >/dev/null
 cmake --build --preset default -j2
 
-echo "== lint runtime/ (clang-tidy, runtime/.clang-tidy)"
+section "lint runtime/ (clang-tidy, runtime/.clang-tidy)"
 bash scripts/lint_runtime.sh build
 
-echo "== gtest suites"
+section "gtest suites"
 ctest --preset default -j2
 
 if [ -x scripts/test_emulator_sanitizers.sh ]; then
-  echo "== emulator under AddressSanitizer + UBSan"
+  section "emulator under AddressSanitizer + UBSan"
   bash scripts/test_emulator_sanitizers.sh asan
 fi
 
-echo "== fuzz accgen's input parsers (libFuzzer, ASan + UBSan), 10 s a target"
+section "fuzz accgen's input parsers (libFuzzer, ASan + UBSan), 10 s a target"
 bash scripts/fuzz.sh 10
 
-echo "== install accgen to build/install"
+section "install accgen to build/install"
 cmake --install build --prefix build/install >/dev/null
 ACCGEN=$ROOT/build/install/bin/accgen
 
 # --8<-- [start:test-backend]
-echo "== generated_example/ matches specs/"
+section "generated_example/ matches specs/"
 "$ACCGEN" generate --check --specs specs --out generated_example
 
 # CMake finds accgen's package from its bin/ on PATH, as a vendor's build does.
 export PATH=$ROOT/build/install/bin:$PATH
 
 if [ -f generated_example/pyproject.toml ]; then
-  echo "== build and install the example backend"
+  section "build and install the example backend"
   "$PY" -m pip install -q --no-build-isolation ./generated_example
 fi
 
-echo "== the example's generated conformance suite (two workers, one device each)"
+section "the example's generated conformance suite (two workers, one device each)"
 (cd generated_example && "$PY" -m pytest -q -p no:cacheprovider tests/conformance -n 2)
 
-echo "== the example backend under ASan + UBSan, its conformance suite"
+section "the example backend under ASan + UBSan, its conformance suite"
 bash scripts/test_backend_sanitizers.sh short
 
-echo "== pytest"
+section "pytest"
 # test_schema_compile.py is the all-operator signature proof; ctest ran it
 # above against the library it built.
 ACCGEN_BIN=$ACCGEN ACCGEN_PREFIX=$ROOT/build/install \
   "$PY" -m pytest -q -p no:cacheprovider tests/python \
   --ignore=tests/python/test_schema_compile.py
 # --8<-- [end:test-backend]
+section "done"

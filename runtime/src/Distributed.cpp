@@ -578,6 +578,32 @@ class DeviceBackend final : public c10d::Backend {
                       });
   }
 
+#if ACCGEN_TORCH_AT_LEAST(2, 14)
+  // torch 2.14 added gather_single (torch.distributed.gather_single, with
+  // gather_into_tensor its deprecated alias): every rank's tensor into one
+  // flat buffer of the root. Backend's default of either name forwards to
+  // the other and ends in "does not support". 2.13 has neither.
+  c10::intrusive_ptr<c10d::Work> gather_single(
+      at::Tensor& output, at::Tensor& input,
+      const c10d::GatherOptions& opts) override {
+    // An all-gather of which only the root keeps the result; the other
+    // ranks pass an empty placeholder.
+    const bool root = getRank() == opts.rootRank;
+    std::vector<at::Tensor> outputs{output};
+    return collective(OpType::GATHER, "gather_single", input, outputs,
+                      [&](accStream_t stream, std::vector<at::Tensor>& held) {
+                        if (root) {
+                          allGatherInto(output, input, stream, held);
+                          return;
+                        }
+                        at::Tensor scratch = at::empty(
+                            {getSize() * input.numel()}, input.options());
+                        held.push_back(scratch);
+                        allGatherInto(scratch, input, stream, held);
+                      });
+  }
+#endif
+
   c10::intrusive_ptr<c10d::Work> scatter(
       std::vector<at::Tensor>& outputs,
       std::vector<std::vector<at::Tensor>>& inputs,

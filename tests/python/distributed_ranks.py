@@ -122,6 +122,17 @@ def scenario_collectives(rank: int, world: int, device: str) -> None:
     if rank == 0:
         for r in range(world):
             expect_equal(gathered[r], alls[r], f"gather part {r}")
+    if hasattr(dist, "gather_single"):
+        # torch 2.14 and newer: into one flat or stacked tensor of the root
+        # (the last rank here); the other ranks pass none.
+        for shape in [(world * 6,), (world, 6)]:
+            root = world - 1
+            flat = (torch.full(shape, -1.0, device=device) if rank == root
+                    else None)
+            dist.gather_single(alls[rank].to(device), flat, dst=root)
+            if rank == root:
+                expect_equal(flat, torch.stack(alls).reshape(shape),
+                             f"gather_single {shape}")
     out = torch.empty(6, device=device)
     dist.scatter(out, [a.to(device) for a in alls] if rank == 0 else None,
                  src=0)
