@@ -66,8 +66,11 @@ bash scripts/test_backend_sanitizers.sh short
 section "pytest"
 # test_schema_compile.py is the all-operator signature proof; ctest ran it
 # above against the library it built.
+# Two workers, a file each at a time: a file's module fixtures (a backend
+# built for it) stay in one worker, and each worker process has its own
+# emulated devices.
 ACCGEN_BIN=$ACCGEN ACCGEN_PREFIX=$ROOT/build/install \
-  "$PY" -m pytest -q -p no:cacheprovider tests/python \
+  "$PY" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile tests/python \
   --ignore=tests/python/test_schema_compile.py
 # --8<-- [end:test-backend]
 section "done"
