@@ -141,7 +141,7 @@ leg() {
   conformance=$(summary_of "$work/conformance.log")
 
   step "compile and distributed tests" "$work/python.log" \
-    env ACCGEN_TEST_SPECS="$work/specs" "$py" -m pytest -q -p no:cacheprovider --durations=10 \
+    env ACCGEN_TEST_SPECS="$work/specs" "$py" -m pytest -q -p no:cacheprovider --durations=10 -n 2 --dist loadfile \
     tests/python/test_compile.py tests/python/test_distributed.py || return 1
   local python_tests
   python_tests=$(summary_of "$work/python.log")
