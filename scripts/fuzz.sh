@@ -8,9 +8,9 @@
 # repository's specs, error cases, goldens and templates (and, for the
 # native_functions.yaml reader, slices of the installed torch's copy), then
 # runs each target for SECONDS_PER_TARGET (default 20) or RUNS_PER_TARGET
-# executions, whichever ends first, with time and memory limits. Exits
-# non-zero on the first target that finds a crash, a sanitizer report, a
-# time-out or runaway memory; libFuzzer leaves the input as
+# executions, whichever ends first, with time and memory limits, two targets
+# at a time. Exits non-zero when a target finds a crash, a sanitizer report,
+# a time-out or runaway memory; libFuzzer leaves the input as
 # build-fuzz/findings/<target>/crash-*. Prints the executions of each
 # target.
 set -euo pipefail
@@ -21,7 +21,10 @@ RUNS=${2:--1}
 export CCACHE_BASEDIR=$ROOT
 
 cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz -j2 >/dev/null
+# The fuzz targets alone (the preset's tool and emulator are not needed).
+FUZZ_TARGETS=(fuzz_backend_spec fuzz_operators_spec fuzz_autocast_spec
+              fuzz_lock fuzz_schema fuzz_native_functions fuzz_template)
+cmake --build --preset fuzz -j2 --target "${FUZZ_TARGETS[@]}" >/dev/null
 
 WORK=$ROOT/build-fuzz
 SEEDS=$WORK/seeds
@@ -61,22 +64,40 @@ if [ -f "$NATIVE" ]; then
     file { print > file }' "$NATIVE"
 fi
 
-status=0
-for bin in "$WORK"/bin/fuzz_*; do
-  target=${bin##*/fuzz_}
-  corpus=$WORK/corpus/$target
+# fuzz_one BIN: one target's run, its log in findings/<target>.log; prints
+# its executions, or the end of its log when it found a problem.
+fuzz_one() {
+  local bin=$1
+  local target=${bin##*/fuzz_}
+  local corpus=$WORK/corpus/$target
   mkdir -p "$corpus" "$WORK/findings/$target"
-  log=$WORK/findings/$target.log
+  local log=$WORK/findings/$target.log
   if ! "$bin" "$corpus" "$SEEDS/$target" -max_total_time="$SECONDS_PER_TARGET" \
       -runs="$RUNS" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
       -artifact_prefix="$WORK/findings/$target/" -print_final_stats=1 \
       >"$log" 2>&1; then
     echo "fuzz: $target found a problem:"
     tail -n 40 "$log"
-    status=1
-    break
+    return 1
   fi
+  local runs
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
   echo "fuzz: $target: ${runs:-?} executions, no crash"
+}
+
+# Two targets at a time: each runs on one core.
+status=0
+running=0
+for target in "${FUZZ_TARGETS[@]}"; do
+  if ((running == 2)); then
+    wait -n || status=1
+    running=$((running - 1))
+  fi
+  fuzz_one "$WORK/bin/$target" &
+  running=$((running + 1))
+done
+while ((running > 0)); do
+  wait -n || status=1
+  running=$((running - 1))
 done
 exit $status

@@ -23,6 +23,7 @@ ROOT=$PWD
 CACHE=${ACCGEN_CACHE:-$HOME/.cache/accgen}
 WORK_ROOT=$ROOT/build/releases
 export CCACHE_BASEDIR=$ROOT
+export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 
 if (($#)); then
   RELEASES=("$@")
