@@ -26,8 +26,8 @@ jobs=${ACCGEN_JOBS:-2}
 emu="$here/build-emu-asan"
 work="$here/build-backend-asan"
 site="$work/site"
-# -O1 and line tables (-g1): what ASan's reports need, at about half the
-# compile time of RelWithDebInfo's -O2 -g on the ATen-heavy units.
+# -O1 and line tables (-g1): what ASan's reports need (file:line in their
+# stacks), without the full debug info of RelWithDebInfo's -O2 -g.
 sanitize="-fsanitize=address,undefined -fno-sanitize=vptr -fno-omit-frame-pointer -g1"
 
 echo "== backend under ASan + UBSan: the emulator and runtime (build-emu-asan)"
