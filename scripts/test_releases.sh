@@ -25,10 +25,12 @@ WORK_ROOT=$ROOT/build/releases
 export CCACHE_BASEDIR=$ROOT
 export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 
+# Every supported release, oldest (the pinned one) first.
+mapfile -t SUPPORTED < <(grep '^[0-9]' torch_releases.txt)
 if (($#)); then
   RELEASES=("$@")
 else
-  mapfile -t RELEASES < <(grep '^[0-9]' torch_releases.txt | tail -n +2)
+  RELEASES=("${SUPPORTED[@]:1}")
 fi
 
 PREFIX=${ACCGEN_PREFIX:-$ROOT/build/install}
@@ -97,12 +99,14 @@ leg() {
 
   # The interfaces the runtime implements and calls, against the release
   # before this one: the report in docs/upgrading/ must be current.
-  local previous report
-  previous=$(grep '^[0-9]' torch_releases.txt | grep -B1 -x "$RELEASE" | head -n 1)
+  local previous="" i report
+  for ((i = 1; i < ${#SUPPORTED[@]}; i++)); do
+    [ "${SUPPORTED[i]}" = "$RELEASE" ] && previous=${SUPPORTED[i - 1]}
+  done
   report=docs/upgrading/interfaces-$previous-$RELEASE.md
-  if [ -n "$previous" ] && [ "$previous" != "$RELEASE" ]; then
+  if [ -n "$previous" ]; then
     local previous_py=$CACHE/venvs/torch-$previous/bin/python
-    [ "$previous" = "$(grep -m1 '^[0-9]' torch_releases.txt)" ] && previous_py=python3
+    [ "$previous" = "${SUPPORTED[0]}" ] && previous_py=python3
     if [ ! -f "$report" ]; then
       echo "FAIL torch $RELEASE: no interface report $report; write it with"
       echo "   python3 scripts/interface_diff.py $previous_py $py --out $report"

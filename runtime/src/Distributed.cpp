@@ -592,14 +592,13 @@ class DeviceBackend final : public c10d::Backend {
     std::vector<at::Tensor> outputs{output};
     return collective(OpType::GATHER, "gather_single", input, outputs,
                       [&](accStream_t stream, std::vector<at::Tensor>& held) {
-                        if (root) {
-                          allGatherInto(output, input, stream, held);
-                          return;
+                        at::Tensor target = output;
+                        if (!root) {
+                          target = at::empty({getSize() * input.numel()},
+                                             input.options());
+                          held.push_back(target);
                         }
-                        at::Tensor scratch = at::empty(
-                            {getSize() * input.numel()}, input.options());
-                        held.push_back(scratch);
-                        allGatherInto(scratch, input, stream, held);
+                        allGatherInto(target, input, stream, held);
                       });
   }
 #endif
