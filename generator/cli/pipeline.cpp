@@ -158,6 +158,21 @@ std::vector<write::RenderedFile> renderBackend(const model::Backend& backend,
   return rendered;
 }
 
+namespace {
+
+// The running accgen itself: its code decides the output as much as the
+// templates do, and a rebuilt or upgraded accgen of the same version
+// (a development build, a patched install) must not take its
+// predecessor's output for current. Hashed once per process; without
+// /proc, the version alone.
+const std::string& selfFingerprint() {
+  static const std::string self =
+      write::contentHash(readFile("/proc/self/exe").value_or(""));
+  return self;
+}
+
+}  // namespace
+
 std::string inputFingerprint(const std::string& specs_dir,
                              const std::string& out_dir,
                              const std::string& schema_file,
@@ -166,8 +181,9 @@ std::string inputFingerprint(const std::string& specs_dir,
                              const PendingInputFiles& pending) {
   namespace fs = std::filesystem;
   static const std::map<std::string, std::string> kNothingPending;
-  std::string all = std::string("accgen ") + ACCGEN_VERSION + '\0' + "torch " +
-                    torch_version + '\0';
+  std::string all = std::string("accgen ") + ACCGEN_VERSION + '\0' +
+                    selfFingerprint() + '\0' + "torch " + torch_version +
+                    '\0';
   auto add = [&all](const std::string& label, const std::string& content) {
     all += label + '\0' + content + '\0';
   };

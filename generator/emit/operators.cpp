@@ -45,40 +45,27 @@ std::string shapeName(const model::Registration& r) {
   return "shape_" + name;
 }
 
-// Note [How each emulated operator runs]
-// A functional member of a structured group is computed through its out=
-// overload (its structured_delegate) into device memory allocated with the
-// shapes of its C++ meta function: no copies, and no Python meta kernel on
-// the way (the Meta key of most aten operators leads to one in torch 2.x,
-// about a hundred times slower than at::meta). Every other member runs its
-// CPU kernel directly on the device memory: in-place and out= forms write
-// it, view forms return views of it, and the few functional forms without a
-// C++ meta function, or whose result shapes depend on the data, copy their
-// new results to the device once.
+// An emulated operator's registration states facts only: the operator
+// (its at::_ops struct) and, for the functional member of a structured
+// group, its C++ shape function (at::meta). How it runs is the runtime's
+// decision, by the rule every emulated operator follows (Note [How an
+// emulated operator runs] in runtime/src/emulate/Rule.cpp): a shape
+// function spares it the Meta kernel, often a Python meta function a
+// hundred times slower.
 json emulateEntry(const model::Registration& r,
                   std::vector<std::string>& headers, json& shapes) {
   const schema::NativeFunction& fn = *r.function;
-  json entry = {{"name", r.fullName()},
-                {"via_out", false},
-                {"out", ""},
-                {"shape", ""},
-                {"hook", ""},
-                {"is_hook", false},
-                {"ops", ops::opsStruct(r.schema())},
-                {"out_ops", ""}};
+  json entry = {{"name", r.fullName()}, {"shape", ""},
+                {"has_shape", false},   {"hook", ""},
+                {"is_hook", false},     {"ops", ops::opsStruct(r.schema())}};
   headers.push_back(ops::opsHeader(r.schema()));
   // Shapes that depend on the data (index with a boolean mask) have no
-  // meta function that could give them ahead of the kernel.
+  // shape function that could give them ahead of the kernel.
   const bool dynamic_shape = std::find(fn.tags.begin(), fn.tags.end(),
                                        "dynamic_output_shape") != fn.tags.end();
   if (r.role == SchemaKind::kFunctional && !fn.structured_delegate.empty() &&
       !dynamic_shape) {
-    entry["via_out"] = true;
-    entry["out"] = fn.structured_delegate;
-    // "addmm.out" -> at::_ops::addmm_out, declared in the same header.
-    std::string out_ops = "at::_ops::" + fn.structured_delegate;
-    std::replace(out_ops.begin(), out_ops.end(), '.', '_');
-    entry["out_ops"] = out_ops;
+    entry["has_shape"] = true;
     entry["shape"] = shapeName(r);
     headers.push_back(ops::metaHeader(r.schema()));
     shapes.push_back({{"name", r.fullName()},
@@ -92,8 +79,8 @@ json emulateEntry(const model::Registration& r,
 // The entry of a hook operator (Note [Hook operators] in
 // runtime/include/accgen/runtime/HookOps.h): the runtime's function.
 json hookEntry(const std::string& name, const char* function) {
-  return {{"name", name},     {"via_out", false}, {"out", ""}, {"shape", ""},
-          {"hook", function}, {"is_hook", true},  {"ops", ""}, {"out_ops", ""}};
+  return {{"name", name},     {"shape", ""},     {"has_shape", false},
+          {"hook", function}, {"is_hook", true}, {"ops", ""}};
 }
 
 // The emulated operators, and the hook operators the spec does not give a

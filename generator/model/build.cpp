@@ -98,19 +98,11 @@ std::string quoteList(const std::vector<std::string>& names) {
 
 const std::vector<std::string>& builtinOperators() {
   static const std::vector<std::string> kBuiltins = [] {
-    std::vector<std::string> v = {"empty.memory_format",
-                                  "empty_strided",
-                                  "as_strided",
-                                  "resize_",
-                                  "_reshape_alias",
-                                  "_copy_from",
-                                  "_copy_from_and_resize",
-                                  "_local_scalar_dense",
-                                  "set_.source_Storage",
-                                  "set_.source_Storage_storage_offset",
-                                  "set_.source_Tensor",
-                                  "set_",
-                                  "view"};
+    std::vector<std::string> v = {
+#define ACCGEN_BUILTIN(name, ops, kernel) name,
+#include "runtime/include/accgen/runtime/OperatorSets.def"
+#undef ACCGEN_BUILTIN
+    };
     std::sort(v.begin(), v.end(), nameLess);
     return v;
   }();
@@ -911,23 +903,21 @@ std::optional<Backend> buildBackend(const spec::Specs& specs,
 }
 
 const std::vector<HookOperator>& hookOperators() {
-  static const std::vector<HookOperator> kHooks = {
-      {"_scaled_dot_product_fused_attention_overrideable",
-       "::accgen::runtime::hooks::scaledDotProductFusedAttentionOverrideable"},
-      {"_scaled_dot_product_fused_attention_overrideable_backward",
-       "::accgen::runtime::hooks::"
-       "scaledDotProductFusedAttentionOverrideableBackward"},
-      {"_thnn_fused_gru_cell", "::accgen::runtime::hooks::thnnFusedGruCell"},
-      {"_thnn_fused_gru_cell_backward",
-       "::accgen::runtime::hooks::thnnFusedGruCellBackward"},
-      {"_thnn_fused_lstm_cell", "::accgen::runtime::hooks::thnnFusedLstmCell"},
-      {"_thnn_fused_lstm_cell_backward_impl",
-       "::accgen::runtime::hooks::thnnFusedLstmCellBackwardImpl"},
-      {"convolution_backward_overrideable",
-       "::accgen::runtime::hooks::convolutionBackwardOverrideable"},
-      {"convolution_overrideable",
-       "::accgen::runtime::hooks::convolutionOverrideable"},
-  };
+  // Note [The runtime's operator sets]: the runtime checks, when it
+  // compiles, that each function exists with its operator's signature.
+  static const std::vector<HookOperator> kHooks = [] {
+    std::vector<HookOperator> hooks = {
+#define ACCGEN_HOOK(name, ops, function) \
+  {name, "::accgen::runtime::hooks::" #function},
+#include "runtime/include/accgen/runtime/OperatorSets.def"
+#undef ACCGEN_HOOK
+    };
+    std::sort(hooks.begin(), hooks.end(),
+              [](const HookOperator& a, const HookOperator& b) {
+                return std::string_view(a.name) < std::string_view(b.name);
+              });
+    return hooks;
+  }();
   return kHooks;
 }
 

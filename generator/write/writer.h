@@ -64,7 +64,9 @@ WriteReport writeTree(const std::string& out_dir,
 std::string manifestText(const std::vector<RenderedFile>& files,
                          const nlohmann::json& extra);
 
-/// Note [Input fingerprint]: when the manifest in `out_dir` records
+/// Note [Input fingerprint]: the inputs of a run are the specs, the user
+/// kernels, the schemas, the templates and accgen itself (its version and
+/// the hash of its executable). When the manifest in `out_dir` records
 /// `inputs` and every generated file it lists still has its hash (and every
 /// user file exists), a regeneration from the same inputs would write
 /// nothing; returns that run's report then (everything unchanged or kept),

@@ -668,7 +668,7 @@ def register(package: ModuleType) -> None:
         from . import _autocompare
 
         _autocompare.install(_DEVICE_TYPE, autocompare.strip().lower())
-    # Note [Exit with device work in flight] (runtime/src/Emulate.cpp).
+    # Note [Exit with device work in flight] (runtime/src/emulate/Launch.cpp).
     atexit.register(_C._begin_exit)
     # Note [Collectives at exit] (accgen/runtime/Distributed.h); atexit runs
     # this one first.

@@ -21,7 +21,17 @@
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/_copy_from_and_resize_ops.h>
+#include <ATen/ops/_copy_from_ops.h>
 #include <ATen/ops/_local_scalar_dense.h>
+#include <ATen/ops/_local_scalar_dense_ops.h>
+#include <ATen/ops/_reshape_alias_ops.h>
+#include <ATen/ops/as_strided_ops.h>
+#include <ATen/ops/empty_ops.h>
+#include <ATen/ops/empty_strided_ops.h>
+#include <ATen/ops/resize_ops.h>
+#include <ATen/ops/set_ops.h>
+#include <ATen/ops/view_ops.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/empty.h>
@@ -212,7 +222,7 @@ void copyAny(const at::Tensor& src, const at::Tensor& dst) {
       (src.is_cpu() || isDevice(src)) && (dst.is_cpu() || isDevice(dst)),
       kDeviceName, " can copy between ", kDeviceName,
       " and cpu tensors only, got ", src.device(), " -> ", dst.device());
-  // Note [Device misuse] in Emulate.cpp.
+  // Note [Device misuse] in src/emulate/Aliases.cpp.
   for (const at::Tensor* t : {&src, &dst}) {
     if (isDevice(*t)) {
       emulate::checkInBounds(*t);
@@ -428,24 +438,22 @@ at::Tensor emptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride,
 }
 
 // --8<-- [start:builtin-registrations]
+// Every entry of the table has its kernel above, with the operator's exact
+// signature (Note [The runtime's operator sets]).
+#define ACCGEN_BUILTIN(name, ops, kernel)                               \
+  static_assert(std::is_same_v<decltype(kernel), at::_ops::ops::schema>, \
+                "the builtin kernel of " name                            \
+                " does not have the operator's signature");
+#include "accgen/runtime/OperatorSets.def"
+#undef ACCGEN_BUILTIN
+
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_copy_from", TORCH_FN(wrapper__copy_from));
-  m.impl("_copy_from_and_resize", TORCH_FN(wrapper__copy_from_and_resize));
-  m.impl("_local_scalar_dense", TORCH_FN(wrapper__local_scalar_dense));
-  m.impl("_reshape_alias", TORCH_FN(wrapper__reshape_alias));
-  m.impl("as_strided", TORCH_FN(wrapper_as_strided));
-  m.impl("empty.memory_format", TORCH_FN(wrapper_empty_memory_format));
-  m.impl("empty_strided", TORCH_FN(wrapper_empty_strided));
+#define ACCGEN_BUILTIN(name, ops, kernel) m.impl(name, TORCH_FN(kernel));
+#include "accgen/runtime/OperatorSets.def"
+#undef ACCGEN_BUILTIN
   // Not in the builtin set of the specs: the allocator's business rather
   // than an operator a vendor implements, so every backend has it.
   m.impl("record_stream", TORCH_FN(wrapper_record_stream));
-  m.impl("resize_", TORCH_FN(wrapper_resize_));
-  m.impl("set_", TORCH_FN(wrapper_set_));
-  m.impl("set_.source_Storage", TORCH_FN(wrapper_set__source_Storage));
-  m.impl("set_.source_Storage_storage_offset",
-         TORCH_FN(wrapper_set__source_Storage_storage_offset));
-  m.impl("set_.source_Tensor", TORCH_FN(wrapper_set__source_Tensor));
-  m.impl("view", TORCH_FN(wrapper_view));
 }
 // --8<-- [end:builtin-registrations]
 

@@ -1,6 +1,6 @@
 // The global fallbacks of operators a backend does not register: the CPU
 // fallback (copies in and out), the error of `fallback: error`, and the
-// call counts of these and of the emulate fallback (Emulate.cpp). The
+// call counts of these and of the emulate fallback (src/emulate/Boxed.cpp). The
 // generated csrc/ops/RegisterFallback.cpp chooses between them.
 #include <cstdlib>
 #include <map>
@@ -82,8 +82,8 @@ c10::DeviceIndex deviceOfArguments(const c10::OperatorHandle& op,
 // --8<-- [start:cpu-fallback]
 void cpuFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   noteFallback(op);
-  // Note [Device misuse] in Emulate.cpp: the copies would hide what the
-  // device would refuse.
+  // Note [Device misuse] in src/emulate/Aliases.cpp: the copies would hide what
+  // the device would refuse.
   const auto args = torch::jit::last(*stack, op.schema().arguments().size());
   emulate::checkSameDevice(args);
   for (const c10::IValue& arg : args) {

@@ -9,6 +9,14 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/native/transformers/attention.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu.h>
+#include <ATen/ops/_scaled_dot_product_fused_attention_overrideable_backward_ops.h>
+#include <ATen/ops/_scaled_dot_product_fused_attention_overrideable_ops.h>
+#include <ATen/ops/_thnn_fused_gru_cell_backward_ops.h>
+#include <ATen/ops/_thnn_fused_gru_cell_ops.h>
+#include <ATen/ops/_thnn_fused_lstm_cell_backward_impl_ops.h>
+#include <ATen/ops/_thnn_fused_lstm_cell_ops.h>
+#include <ATen/ops/convolution_backward_overrideable_ops.h>
+#include <ATen/ops/convolution_overrideable_ops.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/convolution.h>
@@ -417,6 +425,15 @@ int64_t fusedSdpChoice(const at::Tensor& query, const at::Tensor& key,
   }
   return static_cast<int64_t>(at::SDPBackend::overrideable);
 }
+
+// Every hook operator of the table has its function here, with the
+// operator's exact signature (Note [The runtime's operator sets]).
+#define ACCGEN_HOOK(name, ops, function)                                   \
+  static_assert(std::is_same_v<decltype(function), at::_ops::ops::schema>, \
+                "the hook function of " name                               \
+                " does not have the operator's signature");
+#include "accgen/runtime/OperatorSets.def"
+#undef ACCGEN_HOOK
 
 }  // namespace accgen::runtime::hooks
 

@@ -40,11 +40,12 @@ std::string slurp(const fs::path& p) {
 /// Runs accgen with `args` in `cwd`, capturing stdout and stderr; `env` is
 /// a prefix of VAR=value assignments.
 Result accgen(const std::string& args, const fs::path& cwd,
-              const std::string& env = "") {
+              const std::string& env = "",
+              const std::string& binary = ACCGEN_BINARY) {
   const fs::path out = cwd / ".cli_stdout", err = cwd / ".cli_stderr";
-  std::string cmd = "cd '" + cwd.string() + "' && " + env +
-                    " '" ACCGEN_BINARY "' " + args + " >'" + out.string() +
-                    "' 2>'" + err.string() + "'";
+  std::string cmd = "cd '" + cwd.string() + "' && " + env + " '" + binary +
+                    "' " + args + " >'" + out.string() + "' 2>'" +
+                    err.string() + "'";
   int status = std::system(cmd.c_str());
   Result r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -331,6 +332,23 @@ TEST_F(CliTest, ChangedInputsAreNeverSkipped) {
   EXPECT_EQ(changed.out.rfind("1 written, ", 0), 0u) << changed.out;
   EXPECT_NE(slurp(project / "pyproject.toml").find("# one more line"),
             std::string::npos);
+
+  // accgen itself is an input: another build of the same version (here the
+  // same binary with bytes appended) renders again and records itself.
+  const auto recorded = [&] {
+    return nlohmann::json::parse(slurp(project / "accgen-manifest.json"))
+        .at("inputs")
+        .get<std::string>();
+  };
+  const std::string inputs_before = recorded();
+  const fs::path rebuilt = dir_ / "accgen-rebuilt";
+  fs::copy_file(ACCGEN_BINARY, rebuilt);
+  std::ofstream(rebuilt, std::ios::app | std::ios::binary) << "another build";
+  Result other_build = accgen("generate", project, env, rebuilt.string());
+  ASSERT_EQ(other_build.code, 0) << other_build.err;
+  EXPECT_NE(recorded(), inputs_before);
+  ASSERT_EQ(accgen("generate", project, env).code, 0);
+  EXPECT_EQ(recorded(), inputs_before);
 
   std::ofstream(project / "specs" / "operators.yaml", std::ios::app)
       << "  - {op: lerp.Scalar, kind: emulate}\n";

@@ -171,7 +171,7 @@ TEST_F(OperatorFiles, OnlyBuiltinsGiveAutocastTheFallbackAndTheHooks) {
                                  "\", TORCH_FN(" + hook.function + "));"))
         << hook.name;
   }
-  EXPECT_FALSE(has(emulate, "emulate::direct()"));
+  EXPECT_FALSE(has(emulate, "emulate::kernel<"));
   // The default global policy: the emulate fallback.
   EXPECT_TRUE(has(files.at("csrc/ops/RegisterFallback.cpp"),
                   "m.fallback(torch::CppFunction::"
@@ -203,35 +203,36 @@ TEST_F(OperatorFiles, HookOperatorsMoveToKernelsLikeAnyOther) {
                   "\"convolution_overrideable\""));
 }
 
-TEST_F(OperatorFiles, StructuredFunctionalsRunThroughTheirOutOverload) {
+TEST_F(OperatorFiles, EmulateEntriesStateTheOperatorAndItsShapeFunction) {
   const auto files = rendered(backend(kEveryKind));
   const std::string& emulate = files.at("csrc/ops/RegisterEmulate_0.cpp");
-  // add.Tensor: shapes from at::meta::add, results written by add.out,
-  // through the typed kernel of their at::_ops structs.
+  // add.Tensor, the functional member of a structured group: its at::_ops
+  // struct and its C++ shape function (at::meta::add). How it runs is the
+  // runtime's decision.
   EXPECT_TRUE(
       has(emulate,
-          "m.impl(\"add.Tensor\", emulate::viaOut<at::_ops::add_Tensor, "
-          "at::_ops::add_out, &shape_add_Tensor>(\"add.out\"));"))
+          "m.impl(\"add.Tensor\", emulate::kernel<at::_ops::add_Tensor, "
+          "&shape_add_Tensor>());"))
       << emulate;
   EXPECT_TRUE(has(emulate, "return at::meta::add(self, other, alpha);"));
   EXPECT_TRUE(has(emulate, "#include <ATen/ops/add_meta_dispatch.h>"));
   EXPECT_TRUE(has(emulate, "#include <ATen/ops/add_ops.h>"));
-  // Its group: in-place and out= forms run directly.
+  // Its group's in-place and out= forms: the operator alone.
   EXPECT_TRUE(has(emulate,
                   "m.impl(\"add_.Tensor\", "
-                  "emulate::direct<at::_ops::add__Tensor>());"));
+                  "emulate::kernel<at::_ops::add__Tensor>());"));
   EXPECT_TRUE(has(
-      emulate, "m.impl(\"add.out\", emulate::direct<at::_ops::add_out>());"));
-  // No C++ meta function (index_select) or a data-dependent shape (nonzero,
-  // index with a mask, although structured): direct, copied once.
+      emulate, "m.impl(\"add.out\", emulate::kernel<at::_ops::add_out>());"));
+  // No C++ shape function (index_select), or shapes that depend on the data
+  // (nonzero; index with a mask, although structured): the operator alone.
   EXPECT_TRUE(has(emulate,
                   "m.impl(\"index_select\", "
-                  "emulate::direct<at::_ops::index_select>());"));
+                  "emulate::kernel<at::_ops::index_select>());"));
   EXPECT_TRUE(has(
-      emulate, "m.impl(\"nonzero\", emulate::direct<at::_ops::nonzero>());"));
+      emulate, "m.impl(\"nonzero\", emulate::kernel<at::_ops::nonzero>());"));
   EXPECT_TRUE(has(emulate,
                   "m.impl(\"index.Tensor\", "
-                  "emulate::direct<at::_ops::index_Tensor>());"));
+                  "emulate::kernel<at::_ops::index_Tensor>());"));
   EXPECT_FALSE(has(emulate, "at::meta::index("));
 }
 

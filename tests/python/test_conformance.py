@@ -1,17 +1,17 @@
 """The generated conformance suite catches a wrong kernel.
 
-A copy of the example backend is built with its relu kernel (kernels/relu.cpp,
-kind kernel) deliberately wrong for float32 only, and installed into a
-directory of its own. The copy's operator family must fail on relu in
-float32 and on nothing else, and the failure must name the function, the
-dtype and the input. The checks of the autocast family must fail for a
-policy the backend does not apply.
+The example backend's relu (kernels/relu.cpp, kind kernel) is replaced, in
+the suite's processes only, by a kernel that is wrong for float32 alone
+(registered over it for the PrivateUse1 key, as a vendor's kernel is
+reached: through the dispatcher). The suite's operator family must fail on
+relu in float32 and on nothing else, and the failure must name the
+function, the dtype and the input. The checks of the autocast family must
+fail for a policy the backend does not apply.
 """
 import importlib.util
 import os
 import pathlib
 import re
-import shutil
 import subprocess
 import sys
 
@@ -19,51 +19,41 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "generated_example"
-PREFIX = os.environ.get("ACCGEN_PREFIX")
 
-RIGHT = "p->out[i] = p->in[i] > T(0) ? p->in[i] : T(0);"
-WRONG = """if constexpr (std::is_same_v<T, float>) {
-      p->out[i] = p->in[i] > T(0) ? p->in[i] * T(2) : T(0);  // wrong on purpose
-    } else {
-      p->out[i] = p->in[i] > T(0) ? p->in[i] : T(0);
-    }"""
+# A pytest plugin (loaded with -p by the suite's workers too) that registers
+# the wrong relu and relu_ over the backend's.
+WRONG_RELU = """
+import torch
 
-
-@pytest.fixture(scope="module")
-def broken_example(tmp_path_factory):
-    if not PREFIX:
-        pytest.skip("set ACCGEN_PREFIX (scripts/test.sh does) to build a copy "
-                    "of the example backend")
-    work = tmp_path_factory.mktemp("broken")
-    copy = work / "example"
-    shutil.copytree(EXAMPLE, copy, ignore=shutil.ignore_patterns("build"))
-    kernel = copy / "kernels" / "relu.cpp"
-    source = kernel.read_text()
-    assert RIGHT in source, "kernels/relu.cpp changed; update this test"
-    kernel.write_text("#include <type_traits>\n" + source.replace(RIGHT, WRONG))
-    site = work / "site"
-    env = dict(os.environ, CCACHE_BASEDIR=str(work),
-               PATH=os.pathsep.join([os.path.join(PREFIX, "bin"),
-                                     os.environ.get("PATH", "")]))
-    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                        "--no-build-isolation", "--no-deps", "--target",
-                        str(site), str(copy)],
-                       capture_output=True, text=True, env=env)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    return copy, site
+_library = torch.library.Library("aten", "IMPL")
 
 
-def test_the_suite_fails_on_the_wrong_kernel_alone(broken_example):
-    copy, site = broken_example
-    env = dict(os.environ, PYTHONPATH=str(site),
-               TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+def _wrong(x):
+    out = torch.relu(x.cpu())
+    if x.dtype == torch.float32:
+        out = out * 2  # wrong on purpose
+    return out.to(x.device)
+
+
+def _wrong_(x):
+    return x.copy_(_wrong(x))
+
+
+_library.impl("relu", _wrong, "PrivateUse1")
+_library.impl("relu_", _wrong_, "PrivateUse1")
+"""
+
+
+def test_the_suite_fails_on_the_wrong_kernel_alone(tmp_path, device):
+    (tmp_path / "wrong_relu.py").write_text(WRONG_RELU)
     code = (
-        "import sys, torch, torch_accel, pytest\n"
-        f"assert torch_accel.__file__.startswith({str(site)!r}), torch_accel.__file__\n"
-        "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '-n', '2', "
-        "'-m', 'operators', '-rf', 'tests/conformance']))\n")
+        "import sys, pytest\n"
+        "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '-p', "
+        "'wrong_relu', '-n', '2', '-m', 'operators', '-rf', "
+        "'tests/conformance']))\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                       text=True, env=env, cwd=str(copy), timeout=900)
+                       text=True, env=env, cwd=str(EXAMPLE), timeout=900)
     assert r.returncode == 1, r.stdout[-4000:] + r.stderr[-3000:]
     failed = set(re.findall(r"^FAILED \S+::test_operator\[([^\]]+)\]",
                             r.stdout, re.MULTILINE))

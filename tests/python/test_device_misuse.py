@@ -1,5 +1,5 @@
 """The device refuses what real hardware refuses (Note [Device misuse] in
-runtime/src/Emulate.cpp): a CPU tensor among an operator's device tensors,
+runtime/src/emulate/Aliases.cpp): a CPU tensor among an operator's device tensors,
 and a tensor whose view reaches past the end of its storage, raise before
 any kernel touches device memory, in every emulated path (listed
 `emulate` entries, the emulate fallback, the CPU fallback and copies).
@@ -115,7 +115,7 @@ def test_complex_tensors_compute_as_on_the_cpu(device):
 
 
 def test_exit_while_a_daemon_thread_drives_the_device(mod, device, run_python):
-    # Note [Exit with device work in flight] in runtime/src/Emulate.cpp.
+    # Note [Exit with device work in flight] in runtime/src/emulate/Launch.cpp.
     code = f"""
 import threading, time, torch, {mod.__name__}
 def work():

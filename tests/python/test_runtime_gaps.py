@@ -189,7 +189,13 @@ def _device_times(events, name):
 
 
 def test_profiler_reports_device_time(device):
-    a = torch.randn(256, 256, device=device)
+    # An operator's device interval runs from the stream reaching its start
+    # to its end, so it includes the host's time between the two while the
+    # stream idles (Note [Profiling device time]): matmul's own interval is
+    # the dispatch around mm. A matmul large enough that mm's kernel
+    # dominates it even on a loaded machine (another test worker building a
+    # backend on the other core).
+    a = torch.randn(1024, 1024, device=device)
     torch.accelerator.synchronize()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
         b = a @ a

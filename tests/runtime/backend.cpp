@@ -16,9 +16,9 @@ namespace {
 using namespace ::accgen::runtime;
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("mul.Tensor", emulate::direct());
-  m.impl("mul.out", emulate::direct());
-  m.impl("fill_.Scalar", emulate::direct());
+  m.impl("mul.Tensor", emulate::boxedKernel());
+  m.impl("mul.out", emulate::boxedKernel());
+  m.impl("fill_.Scalar", emulate::boxedKernel());
 }
 
 ACCGEN_LIBRARY_IMPL(_, PrivateUse1, m) {

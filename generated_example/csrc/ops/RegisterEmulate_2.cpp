@@ -3,12 +3,10 @@
 // clang-format off
 //
 // The `emulate` operators of accel, part 2 of 3: their
-// CPU kernels run on the device memory (accgen/runtime/Emulate.h), called
-// with each operator's own signature where the runtime's typed kernels
-// cover it (Note [Unboxed emulation]). A functional
-// operator with a C++ meta function is computed through its out= overload
-// into results allocated with the meta shapes; every other form runs
-// directly (Note [How each emulated operator runs] in docs/operators.md).
+// CPU kernels run on the device memory (accgen/runtime/Emulate.h). Each
+// entry names the operator and, where torch has one, its C++ shape
+// function; how it runs is the runtime's decision (Note [How an emulated
+// operator runs] in docs/operators.md).
 // The hook operators (convolution, fused attention) run the runtime's
 // emulation (accgen/runtime/HookOps.h) until the spec gives them a kernel.
 // Moving an operator to real hardware is one word in specs/operators.yaml:
@@ -48,19 +46,19 @@ at::Tensor shape_threshold_backward(const at::Tensor& grad_output, const at::Ten
 }  // namespace
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("tanh_", emulate::direct<at::_ops::tanh_>());
-  m.impl("tanh_backward", emulate::viaOut<at::_ops::tanh_backward, at::_ops::tanh_backward_grad_input, &shape_tanh_backward>("tanh_backward.grad_input"));
-  m.impl("tanh_backward.grad_input", emulate::direct<at::_ops::tanh_backward_grad_input>());
-  m.impl("threshold_backward", emulate::viaOut<at::_ops::threshold_backward, at::_ops::threshold_backward_grad_input, &shape_threshold_backward>("threshold_backward.grad_input"));
-  m.impl("threshold_backward.grad_input", emulate::direct<at::_ops::threshold_backward_grad_input>());
-  m.impl("topk", emulate::viaOut<at::_ops::topk, at::_ops::topk_values, &shape_topk>("topk.values"));
-  m.impl("topk.values", emulate::direct<at::_ops::topk_values>());
-  m.impl("unfold", emulate::direct<at::_ops::unfold>());
-  m.impl("uniform_", emulate::direct<at::_ops::uniform_>());
-  m.impl("var.correction", emulate::direct<at::_ops::var_correction>());
-  m.impl("var.correction_out", emulate::direct<at::_ops::var_correction_out>());
-  m.impl("where.self", emulate::direct<at::_ops::where_self>());
-  m.impl("where.self_out", emulate::direct<at::_ops::where_self_out>());
+  m.impl("tanh_", emulate::kernel<at::_ops::tanh_>());
+  m.impl("tanh_backward", emulate::kernel<at::_ops::tanh_backward, &shape_tanh_backward>());
+  m.impl("tanh_backward.grad_input", emulate::kernel<at::_ops::tanh_backward_grad_input>());
+  m.impl("threshold_backward", emulate::kernel<at::_ops::threshold_backward, &shape_threshold_backward>());
+  m.impl("threshold_backward.grad_input", emulate::kernel<at::_ops::threshold_backward_grad_input>());
+  m.impl("topk", emulate::kernel<at::_ops::topk, &shape_topk>());
+  m.impl("topk.values", emulate::kernel<at::_ops::topk_values>());
+  m.impl("unfold", emulate::kernel<at::_ops::unfold>());
+  m.impl("uniform_", emulate::kernel<at::_ops::uniform_>());
+  m.impl("var.correction", emulate::kernel<at::_ops::var_correction>());
+  m.impl("var.correction_out", emulate::kernel<at::_ops::var_correction_out>());
+  m.impl("where.self", emulate::kernel<at::_ops::where_self>());
+  m.impl("where.self_out", emulate::kernel<at::_ops::where_self_out>());
 }
 
 }  // namespace accel::emulated

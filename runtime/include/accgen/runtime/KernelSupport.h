@@ -64,9 +64,9 @@ inline void checkBounds(const at::ITensorListRef& ts) {
   }
 }
 
-/// Note [Device misuse] in Emulate.cpp, for a kernel wrapper's tensor
-/// arguments (Tensor, Tensor?, Tensor[]): a CPU tensor among device tensors
-/// raises the same-device error, and a device tensor whose view reaches
+/// Note [Device misuse] in src/emulate/Aliases.cpp, for a kernel wrapper's
+/// tensor arguments (Tensor, Tensor?, Tensor[]): a CPU tensor among device
+/// tensors raises the same-device error, and a device tensor whose view reaches
 /// past its storage raises before the kernel touches it.
 template <class... Args>
 void checkArguments(const Args&... args) {

@@ -38,7 +38,7 @@ class StubBuffers {
   }
   void add(const at::TensorBase& t) {
     if (t.defined() && t.device().type() == kDeviceType) {
-      // Note [Device misuse] in Emulate.cpp.
+      // Note [Device misuse] in src/emulate/Aliases.cpp.
       emulate::checkInBounds(t);
       if (device_ < 0) {
         device_ = t.device().index();

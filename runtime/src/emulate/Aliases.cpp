@@ -1,0 +1,369 @@
+// Host aliases of device tensors, and results back on the device.
+#include <cstring>
+#include <memory>
+
+#include <ATen/EmptyTensor.h>
+#include <ATen/core/ivalue.h>
+#include <c10/core/Allocator.h>
+#include <c10/core/CachingDeviceAllocator.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/StorageImpl.h>
+#include <c10/core/TensorImpl.h>
+
+#include "Engine.h"
+#include "accgen/runtime/Driver.h"
+
+namespace accgen::runtime::emulate {
+namespace {
+
+// A tensor over `storage` with the given dtype and geometry, on `key`.
+at::Tensor tensorOver(c10::Storage storage, c10::DispatchKey key,
+                      caffe2::TypeMeta dtype, c10::IntArrayRef sizes,
+                      c10::IntArrayRef strides, int64_t storage_offset) {
+  auto t = at::detail::make_tensor<c10::TensorImpl>(
+      std::move(storage), c10::DispatchKeySet(key), dtype);
+  t.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides,
+                                                 storage_offset);
+  return t;
+}
+
+struct PendingCopies {
+  std::vector<DeviceCopies::Copy> copies;
+};
+
+accError_t runCopies(PendingCopies& pending) {
+  for (const DeviceCopies::Copy& copy : pending.copies) {
+    std::memcpy(copy.device_data, copy.host.const_data_ptr(), copy.nbytes);
+  }
+  return accSuccess;
+}
+
+}  // namespace
+
+// Note [Device misuse]: what real hardware refuses, the emulation refuses
+// too, before a kernel touches device memory, so that code which runs on
+// the emulator does not break on the chip.
+
+void checkInBounds(const at::TensorBase& t) {
+  if (!t.defined() || t.numel() == 0) {
+    return;
+  }
+  const std::size_t held = t.storage().nbytes();
+  const std::size_t needed = at::detail::computeStorageNbytes(
+      t.sizes(), t.strides(), t.itemsize(),
+      static_cast<std::size_t>(t.storage_offset()));
+  TORCH_CHECK(needed <= held, "a ", kDeviceName, " tensor of sizes ", t.sizes(),
+              ", strides ", t.strides(), " and storage offset ",
+              t.storage_offset(), " needs a storage of ", needed,
+              " bytes; its storage holds ", held,
+              " (resized or replaced after the tensor was made?)");
+}
+
+void SameDeviceCheck::add(const at::Tensor& t) {
+  if (!t.defined()) {
+    return;
+  }
+  if (t.device().type() == kDeviceType) {
+    device_ = device_.value_or(t.device());
+  } else if (t.device().type() == c10::kCPU && t.dim() != 0) {
+    cpu_tensor_ = true;
+  }
+}
+
+void SameDeviceCheck::add(const std::optional<at::Tensor>& t) {
+  if (t.has_value()) {
+    add(*t);
+  }
+}
+
+void SameDeviceCheck::add(const at::ITensorListRef& ts) {
+  for (const at::Tensor& t : ts) {
+    add(t);
+  }
+}
+
+void SameDeviceCheck::finish() const {
+  TORCH_CHECK(!(cpu_tensor_ && device_.has_value()),
+              "Expected all tensors to be on the same device, but found at "
+              "least two devices, ",
+              device_.value_or(c10::Device(kDeviceType)), " and cpu!");
+}
+
+void checkSameDevice(c10::ArrayRef<c10::IValue> args) {
+  SameDeviceCheck check;
+  for (const c10::IValue& arg : args) {
+    if (arg.isTensor()) {
+      check.add(arg.toTensor());
+    } else if (arg.isTensorList()) {
+      check.add(at::ITensorListRef(arg.toTensorList()));
+    }
+  }
+  check.finish();
+}
+
+at::Tensor hostAlias(const at::Tensor& device_tensor) {
+  detail::AliasSet aliases;
+  return aliases.alias(device_tensor, /*written=*/false);
+}
+
+at::Tensor metaTensor(const at::Tensor& t) {
+  c10::Storage storage(c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), t.storage().nbytes(),
+      c10::DataPtr(nullptr, c10::Device(c10::kMeta)),
+      c10::GetAllocator(c10::kMeta), /*resizable=*/true));
+  return tensorOver(std::move(storage), c10::DispatchKey::Meta, t.dtype(),
+                    t.sizes(), t.strides(), t.storage_offset());
+}
+
+// The one copy of the emulation: a result in fresh host memory goes to a
+// new device tensor, copied by a kernel that owns the host tensor until it
+// ran, so that nothing waits for it (the stream orders what reads it).
+at::Tensor copyToDevice(at::Tensor host, c10::Device device) {
+  DeviceCopies copies;
+  at::Tensor result = copies.add(std::move(host), device);
+  copies.launch();
+  return result;
+}
+
+at::Tensor DeviceCopies::add(at::Tensor host, c10::Device device) {
+  if (!host.is_non_overlapping_and_dense()) {
+    host = host.contiguous();
+  }
+  const c10::DeviceGuard guard(device);
+  at::Tensor result =
+      detail::allocateResult(host.sizes(), host.strides(), host.scalar_type());
+  const std::size_t nbytes = at::detail::computeStorageNbytes(
+      host.sizes(), host.strides(), host.itemsize());
+  addInto(result.data_ptr(), std::move(host), nbytes);
+  return result;
+}
+
+void DeviceCopies::addInto(void* device_data, at::Tensor host,
+                           std::size_t nbytes) {
+  if (nbytes > 0) {
+    copies_.push_back({device_data, std::move(host), nbytes});
+  }
+}
+
+void DeviceCopies::launch() {
+  if (copies_.empty()) {
+    return;
+  }
+  c10::SmallVector<const void*, 4> buffers;
+  for (const Copy& copy : copies_) {
+    buffers.push_back(copy.device_data);
+  }
+  auto pending = std::make_unique<PendingCopies>();
+  pending->copies = std::move(copies_);
+  copies_.clear();
+  launchOwning<PendingCopies, &runCopies>(currentNativeStream(),
+                                          std::move(pending), buffers);
+}
+
+at::Tensor HostViews::operator()(const at::Tensor& device_tensor) {
+  if (!device_tensor.defined()) {
+    return device_tensor;
+  }
+  TORCH_CHECK(device_tensor.device().type() == kDeviceType,
+              "expected a tensor on device '", kDeviceName, "', got one on ",
+              device_tensor.device());
+  if (device_ < 0) {
+    device_ = device_tensor.device().index();
+  }
+  TORCH_CHECK(device_tensor.device().index() == device_,
+              "Expected all tensors to be on the same device, but found "
+              "at least two devices, ",
+              c10::Device(kDeviceType, device_), " and ",
+              device_tensor.device(), "!");
+  if (const void* data = device_tensor.storage().data(); data != nullptr) {
+    buffers_.push_back(data);
+  }
+  return hostAlias(device_tensor);
+}
+
+std::optional<at::Tensor> HostViews::operator()(
+    const std::optional<at::Tensor>& t) {
+  if (!t.has_value()) {
+    return std::nullopt;
+  }
+  return (*this)(*t);
+}
+
+void HostViews::run(c10::function_ref<void()> fn) const {
+  runOnDevice(device().index(), buffers_, fn);
+}
+
+c10::Device HostViews::device() const {
+  return {kDeviceType, device_ < 0 ? currentDevice() : device_};
+}
+
+namespace detail {
+
+at::Tensor AliasSet::alias(const at::Tensor& device, bool written,
+                           bool borrowed) {
+  if (device_ < 0) {
+    device_ = device.device().index();
+  } else {
+    // What the device-generic kernels of other backends check: the
+    // emulation would otherwise compute across devices without a word.
+    TORCH_CHECK(device.device().index() == device_,
+                "Expected all tensors to be on the same device, but found "
+                "at least two devices, ",
+                c10::Device(kDeviceType, device_), " and ", device.device(),
+                "!");
+  }
+  c10::StorageImpl* impl = device.storage().unsafeGetStorageImpl();
+  checkInBounds(device);
+  c10::Storage host_storage;
+  for (const auto& [known, host] : storages_) {
+    if (known == impl) {
+      host_storage = host;
+      break;
+    }
+  }
+  if (!host_storage) {
+    void* data = impl->mutable_data();
+    // Resizable through the CPU allocator: an out= argument that the CPU
+    // kernel grows moves to host memory and is copied back once.
+    host_storage = c10::Storage(c10::make_intrusive<c10::StorageImpl>(
+        c10::StorageImpl::use_byte_size_t(), impl->nbytes(),
+        c10::DataPtr(data, c10::Device(c10::kCPU)),
+        c10::GetAllocator(c10::kCPU), /*resizable=*/true));
+    storages_.emplace_back(impl, host_storage);
+    if (data != nullptr) {
+      buffers_.push_back(data);
+    }
+  }
+  auto host =
+      tensorOver(host_storage, c10::DispatchKey::CPU, device.dtype(),
+                 device.sizes(), device.strides(), device.storage_offset());
+  entries_.push_back(
+      {borrowed ? c10::MaybeOwned<at::Tensor>::borrowed(device)
+                : c10::MaybeOwned<at::Tensor>::owned(std::in_place, device),
+       host, impl->data(), written});
+  return host;
+}
+
+bool AliasSet::reconcileWritten() {
+  bool moved_any = false;
+  for (auto& e : entries_) {
+    if (!e.written) {
+      continue;
+    }
+    c10::TensorImpl* host = e.host.unsafeGetTensorImpl();
+    c10::TensorImpl* dev = e.device->unsafeGetTensorImpl();
+    const bool moved = e.host.storage().data() != e.device_data;
+    moved_any = moved_any || moved;
+    if (moved) {
+      c10::DeviceGuard guard(e.device->device());
+      c10::StorageImpl* storage = e.device->storage().unsafeGetStorageImpl();
+      const std::size_t nbytes = e.host.storage().nbytes();
+      resizeStorageBytes(storage, nbytes);
+      if (nbytes > 0) {
+        at::Tensor bytes = tensorOver(e.host.storage(), c10::DispatchKey::CPU,
+                                      caffe2::TypeMeta::Make<uint8_t>(),
+                                      {static_cast<int64_t>(nbytes)}, {1}, 0);
+        DeviceCopies copies;
+        copies.addInto(storage->mutable_data(), std::move(bytes), nbytes);
+        copies.launch();
+      }
+    }
+    if (moved || host->sizes() != dev->sizes() ||
+        host->strides() != dev->strides() ||
+        host->storage_offset() != dev->storage_offset()) {
+      dev->set_sizes_and_strides(host->sizes(), host->strides(),
+                                 host->storage_offset());
+    }
+  }
+  return moved_any;
+}
+
+at::Tensor AliasSet::toDevice(const at::Tensor& result) {
+  if (!result.defined() || result.device().type() != c10::kCPU) {
+    return result;
+  }
+  for (const auto& e : entries_) {
+    if (e.host.unsafeGetTensorImpl() == result.unsafeGetTensorImpl()) {
+      return *e.device;
+    }
+  }
+  const c10::StorageImpl* storage = result.storage().unsafeGetStorageImpl();
+  for (const auto& e : entries_) {
+    if (e.host.storage().unsafeGetStorageImpl() == storage &&
+        storage->data() == e.device->storage().data()) {
+      return tensorOver(e.device->storage(), c10::DispatchKey::PrivateUse1,
+                        result.dtype(), result.sizes(), result.strides(),
+                        result.storage_offset());
+    }
+  }
+  return copies_.add(result, c10::Device(kDeviceType, device_));
+}
+
+void AliasSet::launchCopies() {
+  copies_.launch();
+}
+
+at::Tensor allocateResult(at::IntArrayRef sizes, at::IntArrayRef strides,
+                          at::ScalarType dtype) {
+  return at::detail::empty_strided_generic(
+      sizes, strides, getDeviceAllocator(),
+      c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dtype);
+}
+
+at::Tensor hostArg(AliasSet& aliases, const at::Tensor& t, bool written) {
+  return onDevice(t) ? aliases.alias(t, written, /*borrowed=*/true) : t;
+}
+
+std::optional<at::Tensor> hostArg(AliasSet& aliases,
+                                  const std::optional<at::Tensor>& t,
+                                  bool written) {
+  if (!t.has_value()) {
+    return std::nullopt;
+  }
+  return hostArg(aliases, *t, written);
+}
+
+HostTensors hostArg(AliasSet& aliases, const at::ITensorListRef& ts,
+                    bool written) {
+  HostTensors host;
+  host.tensors.reserve(ts.size());
+  for (const at::Tensor& t : ts) {
+    host.tensors.push_back(hostArg(aliases, t, written));
+  }
+  return host;
+}
+
+at::Tensor metaArg(const at::Tensor& t) {
+  return onDevice(t) ? metaTensor(t) : t;
+}
+
+std::optional<at::Tensor> metaArg(const std::optional<at::Tensor>& t) {
+  if (!t.has_value()) {
+    return std::nullopt;
+  }
+  return metaArg(*t);
+}
+
+HostTensors metaArg(const at::ITensorListRef& ts) {
+  HostTensors meta;
+  meta.tensors.reserve(ts.size());
+  for (const at::Tensor& t : ts) {
+    meta.tensors.push_back(metaArg(t));
+  }
+  return meta;
+}
+
+void firstDevice(c10::DeviceIndex& device, const at::Tensor& t) {
+  if (device < 0 && onDevice(t)) {
+    device = t.device().index();
+  }
+}
+
+void firstDevice(c10::DeviceIndex& device, const std::optional<at::Tensor>& t) {
+  if (t.has_value()) {
+    firstDevice(device, *t);
+  }
+}
+
+}  // namespace detail
+}  // namespace accgen::runtime::emulate

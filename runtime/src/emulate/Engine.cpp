@@ -1,0 +1,351 @@
+// The one algorithm of the emulation engine (Note [How an emulated operator
+// runs] in Rule.cpp), over either argument representation, and the shape
+// cache it keeps per operator.
+#include <cstring>
+#include <exception>
+#include <mutex>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <c10/core/DefaultDtype.h>
+#include <c10/core/DeviceGuard.h>
+
+#include "Engine.h"
+#include "accgen/runtime/CpuGenerator.h"
+
+namespace accgen::runtime::emulate::detail {
+namespace {
+
+// While a random CPU kernel without a generator argument runs for the
+// device, the CPU default generator carries the state of the device's
+// default generator, which gets the advanced state back: seeding through
+// torch.<device> drives it (Note [Device generators on CPU kernels]). The
+// CPU default generator is not locked for the call, since the kernel locks
+// it; CPU random calls on other threads meanwhile see the device's state.
+class DefaultGeneratorSwap {
+ public:
+  explicit DefaultGeneratorSwap(c10::DeviceIndex device)
+      : scope_(std::nullopt, device),
+        cpu_default_(at::detail::getDefaultCPUGenerator()) {
+    std::lock_guard<std::mutex> lock(cpu_default_.mutex());
+    saved_ = cpu_default_.get_state();
+    cpu_default_.set_state(scope_.cpu().get_state());
+  }
+  ~DefaultGeneratorSwap() {
+    std::lock_guard<std::mutex> lock(cpu_default_.mutex());
+    at::Generator stand_in = scope_.cpu();
+    stand_in.set_state(cpu_default_.get_state());
+    cpu_default_.set_state(saved_);
+  }
+  DefaultGeneratorSwap(const DefaultGeneratorSwap&) = delete;
+  DefaultGeneratorSwap& operator=(const DefaultGeneratorSwap&) = delete;
+
+ private:
+  CpuGeneratorScope scope_;
+  at::Generator cpu_default_;
+  at::Tensor saved_;
+};
+
+c10::DeviceIndex deviceOf(const Call& call) {
+  const c10::DeviceIndex device = call.device();
+  return device < 0 ? currentDevice() : device;
+}
+
+// The results' shapes, from the cache or the shape function; false when
+// the shape function raised (rule 2).
+bool shapesOf(Rule& rule, Call& call, ShapeCache::Results& shapes) {
+  ShapeCache::Key key;
+  keyDefaults(key);
+  const bool keyed = call.key(key);
+  if (keyed && rule.shapes.lookup(key, shapes)) {
+    return true;
+  }
+  try {
+    call.shapes(shapes);
+  } catch (const std::exception&) {
+    shapes.clear();
+    return false;
+  }
+  if (keyed) {
+    rule.shapes.insert(std::move(key), shapes);
+  }
+  return true;
+}
+
+// Rule 1: through the out= overload into results allocated on the device;
+// false when the out= kernel resized one (rule 2).
+bool runThroughOut(Rule& rule, Call& call, const ShapeCache::Results& shapes) {
+  const c10::DeviceGuard guard(c10::Device(kDeviceType, deviceOf(call)));
+  c10::SmallVector<at::Tensor, 2> results;
+  for (const ShapeCache::Result& r : shapes) {
+    results.push_back(allocateResult(r.sizes, r.strides, r.dtype));
+  }
+  AliasSet aliases;
+  call.alias(aliases);
+  c10::SmallVector<at::Tensor, 2> outs;
+  for (const at::Tensor& r : results) {
+    outs.push_back(aliases.alias(r, /*written=*/true, /*borrowed=*/true));
+  }
+  aliases.setDeviceIfUnset(guard.current_device().index());
+  bool resized = launchAndWait(
+      aliases.device(), aliases.buffers(), [&] { call.runCpuOut(outs); },
+      /*fresh_results=*/true);
+  resized = aliases.reconcileWritten() || resized;
+  if (resized) {
+    rule.via_out.store(false, std::memory_order_relaxed);
+    return false;
+  }
+  call.takeResults(results);
+  return true;
+}
+
+// Rule 3: the CPU kernel on host aliases.
+void runDirect(Call& call) {
+  AliasSet aliases;
+  call.alias(aliases);
+  aliases.setDeviceIfUnset(currentDevice());
+  launchAndWait(
+      aliases.device(), aliases.buffers(), [&] { call.runCpu(); },
+      /*fresh_results=*/false);
+  aliases.reconcileWritten();
+  call.mapResults(aliases);
+  aliases.launchCopies();
+}
+
+}  // namespace
+
+void run(Rule& rule, Call& call) {
+  // Note [Device misuse]: before a shape computation, which would report
+  // meta tensors.
+  if (!rule.allows_cpu_tensors) {
+    call.checkSameDevice();
+  }
+  std::optional<DefaultGeneratorSwap> generator;
+  if (rule.random_without_generator) {
+    generator.emplace(deviceOf(call));
+  }
+  if (rule.via_out.load(std::memory_order_relaxed)) {
+    ShapeCache::Results shapes;
+    if (shapesOf(rule, call, shapes) && runThroughOut(rule, call, shapes)) {
+      return;
+    }
+  }
+  runDirect(call);
+}
+
+void collectShapes(const at::Tensor& meta, ShapeCache::Results& out) {
+  out.push_back({c10::SmallVector<int64_t, 5>(meta.sizes()),
+                 c10::SmallVector<int64_t, 5>(meta.strides()),
+                 meta.scalar_type()});
+}
+
+// Note [Shape cache]
+// A functional operator computed through its out= overload gets its
+// results' sizes, strides and dtypes from a shape computation, which costs
+// more than a small operator's kernel. That computation reads nothing but
+// the arguments (a tensor's metadata, any other argument's value) and
+// torch's default dtypes, so each operator keeps its answer for the last
+// few distinct calls. The key holds the default dtypes and, for every
+// argument, a tag and either the tensor's device type, dtype, flags
+// (wrapped number, conjugate, negative), sizes, strides and storage offset,
+// or the value itself. Calls with arguments of other kinds (lists of
+// tensors, generators, complex numbers, symbolic integers) are not keyed.
+
+bool ShapeCache::lookup(const Key& key, Results& out) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [known, results] : entries_) {
+    if (known == key) {
+      out = results;
+      return true;
+    }
+  }
+  return false;
+}
+
+void ShapeCache::insert(Key key, const Results& results) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (entries_.size() < kEntries) {
+    entries_.emplace_back(std::move(key), results);
+    return;
+  }
+  entries_[next_] = {std::move(key), results};
+  next_ = (next_ + 1) % kEntries;
+}
+
+void keyDefaults(ShapeCache::Key& key) {
+  key.push_back(static_cast<int64_t>(c10::get_default_dtype_as_scalartype()));
+  key.push_back(static_cast<int64_t>(
+      c10::typeMetaToScalarType(c10::get_default_complex_dtype())));
+}
+
+namespace {
+
+// The key of an optional argument: `none_tag` for None, else its value's.
+template <class Optional>
+bool keyOptional(ShapeCache::Key& key, const Optional& value,
+                 int64_t none_tag) {
+  if (!value.has_value()) {
+    key.push_back(none_tag);
+    return true;
+  }
+  return keyArg(key, *value);
+}
+
+}  // namespace
+
+bool keyArg(ShapeCache::Key& key, const at::Tensor& t) {
+  if (!t.defined()) {
+    key.push_back(20);
+    return true;
+  }
+  if (t.layout() != c10::kStrided) {
+    return false;
+  }
+  const int64_t flags = (t.unsafeGetTensorImpl()->is_wrapped_number() ? 1 : 0) |
+                        (t.is_conj() ? 2 : 0) | (t.is_neg() ? 4 : 0);
+  key.insert(key.end(),
+             {21, static_cast<int64_t>(t.device().type()),
+              static_cast<int64_t>(t.scalar_type()), flags, t.dim()});
+  key.append(t.sizes().begin(), t.sizes().end());
+  key.append(t.strides().begin(), t.strides().end());
+  key.push_back(t.storage_offset());
+  return true;
+}
+
+bool keyArg(ShapeCache::Key& key, const std::optional<at::Tensor>& t) {
+  return keyOptional(key, t, 20);
+}
+
+bool keyArg(ShapeCache::Key& key, int64_t value) {
+  key.insert(key.end(), {2, value});
+  return true;
+}
+
+bool keyArg(ShapeCache::Key& key, double value) {
+  int64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(bits));
+  key.insert(key.end(), {3, bits});
+  return true;
+}
+
+bool keyArg(ShapeCache::Key& key, bool value) {
+  key.insert(key.end(), {4, value ? 1 : 0});
+  return true;
+}
+
+bool keyArg(ShapeCache::Key& key, const c10::SymInt& value) {
+  const std::optional<int64_t> concrete = value.maybe_as_int();
+  return concrete.has_value() && keyArg(key, *concrete);
+}
+
+bool keyArg(ShapeCache::Key& key, at::IntArrayRef values) {
+  key.insert(key.end(), {5, static_cast<int64_t>(values.size())});
+  key.append(values.begin(), values.end());
+  return true;
+}
+
+bool keyArg(ShapeCache::Key& key, c10::ArrayRef<double> values) {
+  key.insert(key.end(), {10, static_cast<int64_t>(values.size())});
+  for (const double value : values) {
+    keyArg(key, value);
+  }
+  return true;
+}
+
+bool keyArg(ShapeCache::Key& key, at::OptionalIntArrayRef values) {
+  return keyOptional(key, values, 1);
+}
+
+bool keyArg(ShapeCache::Key& key, c10::SymIntArrayRef values) {
+  const std::optional<at::IntArrayRef> concrete =
+      c10::asIntArrayRefSlowOpt(values);
+  return concrete.has_value() && keyArg(key, *concrete);
+}
+
+bool keyArg(ShapeCache::Key& key, const at::Scalar& value) {
+  if (value.isFloatingPoint()) {
+    return keyArg(key, value.toDouble()) && keyArg(key, int64_t{30});
+  }
+  if (value.isBoolean()) {
+    return keyArg(key, value.toBool());
+  }
+  if (value.isIntegral(/*includeBool=*/false) && !value.isSymbolic()) {
+    return keyArg(key, value.toLong());
+  }
+  return false;  // complex, symbolic
+}
+
+bool keyArg(ShapeCache::Key& key, const std::optional<at::Scalar>& value) {
+  return keyOptional(key, value, 1);
+}
+
+bool keyArg(ShapeCache::Key& key, at::ScalarType value) {
+  key.insert(key.end(), {6, static_cast<int64_t>(value)});
+  return true;
+}
+
+bool keyArg(ShapeCache::Key& key, std::optional<at::ScalarType> value) {
+  return keyOptional(key, value, 1);
+}
+
+bool keyArg(ShapeCache::Key& key, std::optional<int64_t> value) {
+  return keyOptional(key, value, 1);
+}
+
+bool keyArg(ShapeCache::Key& key, c10::string_view value) {
+  key.insert(key.end(), {7, static_cast<int64_t>(value.size())});
+  for (const char c : value) {
+    key.push_back(c);
+  }
+  return true;
+}
+
+bool keyArg(ShapeCache::Key& key, std::optional<c10::string_view> value) {
+  return keyOptional(key, value, 1);
+}
+
+bool keyArg(ShapeCache::Key& key, std::optional<double> value) {
+  return keyOptional(key, value, 1);
+}
+
+bool keyArg(ShapeCache::Key& key, std::optional<bool> value) {
+  return keyOptional(key, value, 1);
+}
+
+bool keyArg(ShapeCache::Key& key, const std::optional<c10::SymInt>& value) {
+  return keyOptional(key, value, 1);
+}
+
+bool keyArg(ShapeCache::Key& key, at::OptionalArrayRef<double> values) {
+  return keyOptional(key, values, 1);
+}
+
+bool keyArg(ShapeCache::Key& key, at::OptionalSymIntArrayRef values) {
+  return keyOptional(key, values, 1);
+}
+
+// Enumerations are integers in a boxed call, and keyed as such.
+bool keyArg(ShapeCache::Key& key, at::MemoryFormat value) {
+  return keyArg(key, static_cast<int64_t>(value));
+}
+
+bool keyArg(ShapeCache::Key& key, std::optional<at::MemoryFormat> value) {
+  return keyOptional(key, value, 1);
+}
+
+bool keyArg(ShapeCache::Key& key, at::Layout value) {
+  return keyArg(key, static_cast<int64_t>(value));
+}
+
+bool keyArg(ShapeCache::Key& key, std::optional<at::Layout> value) {
+  return keyOptional(key, value, 1);
+}
+
+bool keyBools(ShapeCache::Key& key, c10::ArrayRef<bool> values) {
+  key.insert(key.end(), {8, static_cast<int64_t>(values.size())});
+  for (const bool value : values) {
+    key.push_back(value ? 1 : 0);
+  }
+  return true;
+}
+
+}  // namespace accgen::runtime::emulate::detail

@@ -1,0 +1,117 @@
+// What the files of the emulation engine share (runtime/src/emulate/).
+// Which job each does: accgen/runtime/detail/EmulateEngine.h.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <ATen/core/boxing/KernelFunction.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/util/ArrayRef.h>
+#include <c10/util/FunctionRef.h>
+
+#include "accgen/runtime/Emulate.h"
+
+namespace accgen::runtime::emulate::detail {
+
+/// How the engine treats one argument of a schema.
+enum class ArgKind : uint8_t {
+  kOther,
+  kTensor,
+  kTensorList,
+  kOptionalTensorList,
+  kGenerator,
+  kDevice,
+};
+
+/// One call's arguments, in either representation.
+class Call {
+ public:
+  /// The same-device check of the tensor arguments.
+  virtual void checkSameDevice() const = 0;
+  /// The device of the first device tensor (or device) argument, or -1.
+  virtual c10::DeviceIndex device() const = 0;
+  /// The Note [Shape cache] key of the arguments; false when one is not
+  /// keyed.
+  virtual bool key(ShapeCache::Key& key) const = 0;
+  /// The results' shapes, from the shape function or the Meta kernel.
+  virtual void shapes(ShapeCache::Results& out) = 0;
+  /// Host aliases of the arguments, recorded in `aliases`, for the CPU
+  /// kernels that follow.
+  virtual void alias(AliasSet& aliases) = 0;
+  /// The operator's CPU kernel on the host aliases.
+  virtual void runCpu() = 0;
+  /// The out= overload's CPU kernel on the host aliases, writing `outs`.
+  virtual void runCpuOut(c10::ArrayRef<at::Tensor> outs) = 0;
+  /// The results of runCpu() on the device.
+  virtual void mapResults(AliasSet& aliases) = 0;
+  /// `results`, computed through the out= overload, are the results.
+  virtual void takeResults(c10::ArrayRef<at::Tensor> results) = 0;
+
+ protected:
+  Call() = default;
+  ~Call() = default;
+  Call(const Call&) = default;
+  Call& operator=(const Call&) = default;
+};
+
+/// Runs `call` as the rule says (Note [How an emulated operator runs]).
+void run(Rule& rule, Call& call);
+
+// Note [How an emulated operator runs] (Rule.cpp).
+struct Rule {
+  Rule(const c10::OperatorHandle& op, bool has_shape_function);
+  Rule(const Rule&) = delete;
+  Rule& operator=(const Rule&) = delete;
+
+  c10::OperatorHandle op;
+  // The schema's facts.
+  std::vector<ArgKind> kinds;
+  std::vector<bool> written;
+  std::size_t num_returns = 0;
+  bool has_generator = false;
+  // Copies between devices and tensor_split take CPU tensors by design.
+  bool allows_cpu_tensors = false;
+  // A random operator that draws from the default generator.
+  bool random_without_generator = false;
+
+  // The out= overload that computes the operator (when it qualifies): it
+  // takes the operator's arguments, then one out= argument per result.
+  std::optional<c10::OperatorHandle> out;
+  // The shapes come from a C++ shape function rather than the Meta kernel.
+  bool has_shape_function = false;
+  // The boxed representation's shape function, when there is one.
+  std::optional<c10::KernelFunction> shape;
+  // Cleared for good when the out= kernel resized a result it was given.
+  std::atomic<bool> via_out{false};
+  ShapeCache shapes;
+  // Calls through the emulate fallback (fallbackCalls()).
+  std::atomic<int64_t> fallback_calls{0};
+};
+
+/// Runs `fn` as a kernel on the current stream of `device` with access to
+/// `buffers`, and waits for it (Launch.cpp); `fresh_results`: the kernel
+/// writes results allocated for it with their meta shapes, and a warning
+/// that it resized one is dropped. Returns whether it resized one.
+bool launchAndWait(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
+                   c10::function_ref<void()> fn, bool fresh_results);
+
+/// A device tensor of this geometry straight from the device allocator, on
+/// the current device (Aliases.cpp).
+at::Tensor allocateResult(at::IntArrayRef sizes, at::IntArrayRef strides,
+                          at::ScalarType dtype);
+
+/// The start of every shape key: torch's default dtypes (Engine.cpp).
+void keyDefaults(ShapeCache::Key& key);
+
+/// Runs the boxed call on top of `stack` by `rule` (Boxed.cpp).
+void runStack(Rule& rule, torch::jit::Stack* stack);
+
+/// The rule of `op` among those of the fallback and of boxed registrations
+/// without a shape function, made on first use (Boxed.cpp).
+Rule& ruleOf(const c10::OperatorHandle& op);
+
+}  // namespace accgen::runtime::emulate::detail

@@ -1,0 +1,216 @@
+// What the engine knows of an operator, and how it runs it.
+#include <algorithm>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+#include <ATen/core/function_schema.h>
+#include <ATen/core/jit_type.h>
+
+#include "Engine.h"
+
+namespace accgen::runtime::emulate::detail {
+namespace {
+
+bool isGeneratorType(const c10::TypePtr& type) {
+  if (type->kind() == c10::TypeKind::GeneratorType) {
+    return true;
+  }
+  const auto* optional = type->castRaw<c10::OptionalType>();
+  return optional != nullptr &&
+         optional->getElementType()->kind() == c10::TypeKind::GeneratorType;
+}
+
+ArgKind kindOf(const c10::Argument& arg) {
+  c10::TypePtr type = arg.real_type();
+  if (isGeneratorType(type)) {
+    return ArgKind::kGenerator;
+  }
+  if (const auto* optional = type->castRaw<c10::OptionalType>()) {
+    type = optional->getElementType();
+  }
+  if (type->kind() == c10::TypeKind::TensorType) {
+    return ArgKind::kTensor;
+  }
+  if (const auto* list = type->castRaw<c10::ListType>()) {
+    const c10::TypePtr& elem = list->getElementType();
+    if (elem->kind() == c10::TypeKind::TensorType) {
+      return ArgKind::kTensorList;
+    }
+    if (const auto* opt = elem->castRaw<c10::OptionalType>();
+        opt != nullptr &&
+        opt->getElementType()->kind() == c10::TypeKind::TensorType) {
+      return ArgKind::kOptionalTensorList;
+    }
+  }
+  if (type->kind() == c10::TypeKind::DeviceObjType) {
+    return ArgKind::kDevice;
+  }
+  return ArgKind::kOther;
+}
+
+// Operators that take CPU tensors beside device tensors by design, as on
+// CUDA (Note [Device misuse]): copies between devices, and the split points
+// of tensor_split, which must be on the CPU.
+bool allowsCpuTensors(const c10::FunctionSchema& schema) {
+  static const std::set<std::string, std::less<>> kOps = {
+      "aten::_copy_from", "aten::_copy_from_and_resize", "aten::_to_copy",
+      "aten::copy_", "aten::tensor_split"};
+  return kOps.count(schema.name()) != 0;
+}
+
+// Whether `o` is the out= form of `f`: every other argument is one of f's,
+// of the same name and type, and it writes one Tensor per result.
+bool writesResultsOf(const c10::FunctionSchema& f,
+                     const c10::FunctionSchema& o) {
+  std::size_t num_out = 0;
+  std::size_t num_in = 0;
+  for (const auto& arg : o.arguments()) {
+    if (arg.is_out()) {
+      if (arg.real_type()->kind() != c10::TypeKind::TensorType) {
+        return false;
+      }
+      ++num_out;
+      continue;
+    }
+    const auto index = f.argumentIndexWithName(arg.name());
+    if (!index.has_value() ||
+        *f.arguments()[*index].real_type() != *arg.real_type()) {
+      return false;
+    }
+    ++num_in;
+  }
+  return num_out > 0 && num_out == f.returns().size() &&
+         num_in == f.arguments().size();
+}
+
+// The overloads of operator `name` that have out= arguments (add.out,
+// topk.values), from an index of the dispatcher's operators made on first
+// use.
+const std::vector<c10::OperatorName>& outOverloadsOf(const std::string& name) {
+  static const auto* const index = [] {
+    auto* by_name =
+        new std::unordered_map<std::string, std::vector<c10::OperatorName>>();
+    c10::Dispatcher& dispatcher = c10::Dispatcher::singleton();
+    for (const c10::OperatorName& op : dispatcher.getAllOpNames()) {
+      const auto handle = dispatcher.findOp(op);
+      if (handle.has_value() && handle->hasSchema() &&
+          std::any_of(handle->schema().arguments().begin(),
+                      handle->schema().arguments().end(),
+                      [](const c10::Argument& arg) { return arg.is_out(); })) {
+        (*by_name)[op.name].push_back(op);
+      }
+    }
+    return by_name;
+  }();
+  static const std::vector<c10::OperatorName> kNone;
+  const auto it = index->find(name);
+  return it == index->end() ? kNone : it->second;
+}
+
+// Whether `op` is functional with only new tensor results, and its shapes
+// can be known ahead of its kernel.
+bool computableThroughOut(const c10::OperatorHandle& op) {
+  const c10::FunctionSchema& f = op.schema();
+  if (f.returns().empty() || f.is_mutable() ||
+      op.hasTag(at::Tag::dynamic_output_shape)) {
+    return false;
+  }
+  for (const auto& r : f.returns()) {
+    if (r.alias_info() != nullptr ||
+        r.real_type()->kind() != c10::TypeKind::TensorType) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The out= overload of `op` that computes its results in place, if it has
+// one with a CPU kernel.
+std::optional<c10::OperatorHandle> outOverloadFor(
+    const c10::OperatorHandle& op) {
+  for (const c10::OperatorName& name : outOverloadsOf(op.schema().name())) {
+    auto candidate = c10::Dispatcher::singleton().findOp(name);
+    if (candidate.has_value() &&
+        candidate->hasKernelForDispatchKey(c10::DispatchKey::CPU) &&
+        writesResultsOf(op.schema(), candidate->schema())) {
+      return candidate;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+// Note [How an emulated operator runs]
+// Every emulated operator runs by this one rule, whether the spec lists it
+// (kind emulate), a kernel starter calls it (emulate::call) or the emulate
+// fallback catches it; how it is called (typed or boxed, Note [Two argument
+// representations]) changes nothing of it.
+//  1. A functional operator whose registration brings its C++ shape
+//     function (at::meta::X: the generated registrations bring it for the
+//     functional member of a structured group), whose results are new
+//     tensors and whose result shapes do not depend on the data (no
+//     dynamic_output_shape tag), and that has an out= overload with a CPU
+//     kernel taking the same arguments (by name and type, in their order)
+//     and then one Tensor out= argument per result, is computed through
+//     that overload: its results are allocated on the device with the
+//     shapes and dtypes the shape function gives (cached, Note [Shape
+//     cache]), and the out= kernel writes them in place. No copy. The
+//     shape function of a structured operator is the first step of its CPU
+//     kernel, so the results are the CPU's in every respect. The Meta
+//     kernel is not used instead: for most aten operators it is a Python
+//     function, a hundred times slower, and for some it disagrees with the
+//     CPU kernel (mse_loss_backward on int32 tensors gives int64 results).
+//  2. When the shape function raises, or the out= kernel resizes a result
+//     it was given (it wanted another shape than the meta one:
+//     mse_loss.out computes the elementwise loss into it, then reduces),
+//     the call runs as in 3, which raises the CPU kernel's own error or
+//     computes the right result; after a resize the operator runs as in 3
+//     from then on.
+//  3. Every other operator runs its CPU kernel on host aliases of the
+//     device tensors: in-place and out= forms write the device memory, view
+//     forms return views of it, and new results are copied to the device
+//     once.
+// A random operator without a generator argument draws from the device's
+// default generator (Note [Device generators on CPU kernels]), and the
+// operators that take CPU tensors by design (copies, tensor_split) skip the
+// same-device check (Note [Device misuse]).
+Rule::Rule(const c10::OperatorHandle& handle, bool has_shape)
+    : op(handle), has_shape_function(has_shape) {
+  const c10::FunctionSchema& schema = op.schema();
+  for (const auto& arg : schema.arguments()) {
+    kinds.push_back(kindOf(arg));
+    has_generator = has_generator || kinds.back() == ArgKind::kGenerator;
+    written.push_back(arg.alias_info() != nullptr &&
+                      arg.alias_info()->isWrite());
+  }
+  num_returns = schema.returns().size();
+  allows_cpu_tensors = allowsCpuTensors(schema);
+  random_without_generator =
+      !has_generator && op.hasTag(at::Tag::nondeterministic_seeded);
+  if (!has_shape || !computableThroughOut(op)) {
+    return;
+  }
+  out = outOverloadFor(op);
+  if (!out.has_value()) {
+    return;
+  }
+  // The operator's arguments in their order, then the out= arguments: what
+  // a typed call of the overload needs, and every aten out= overload does.
+  std::size_t next = 0;
+  for (const auto& arg : out->schema().arguments()) {
+    if (!arg.is_out() && *schema.argumentIndexWithName(arg.name()) != next++) {
+      out.reset();
+      return;
+    }
+  }
+  via_out.store(true);
+}
+
+Rule& typedRule(const c10::OperatorHandle& op, bool has_shape_function) {
+  // Never destroyed: operators may still run during static destruction.
+  return *new Rule(op, has_shape_function);
+}
+
+}  // namespace accgen::runtime::emulate::detail
