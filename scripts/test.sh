@@ -4,7 +4,7 @@
 # AddressSanitizer + UBSan), fuzzes accgen's input parsers for a short while,
 # checks generated_example/ against the specs, builds the documentation site,
 # builds and installs the example backend and drives it with pytest: its
-# generated conformance suite (also on a build under ASan + UBSan) and this
+# generated conformance suite (on a build under ASan + UBSan) and this
 # repository's suites.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,21 +61,20 @@ if [ -f generated_example/pyproject.toml ]; then
   "$PY" -m pip install -q --no-build-isolation ./generated_example
 fi
 
-section "the example's generated conformance suite (two workers, one device each)"
-(cd generated_example && "$PY" -m pytest -q -p no:cacheprovider tests/conformance -n 2)
-
-section "the example backend under ASan + UBSan, its conformance suite"
+# The example's generated conformance suite runs once, on the build under
+# ASan + UBSan with the emulator's access guard on: the same checks as on
+# the plain build, and what the sanitizers see besides. The plain build is
+# what the suites below drive.
+section "the example's generated conformance suite, on a build under ASan + UBSan"
 bash scripts/test_backend_sanitizers.sh short
 
 section "pytest"
 # test_schema_compile.py is the all-operator signature proof; ctest ran it
 # above against the library it built.
-# One worker: test_runtime_gaps.py's profiler checks which operator a
-# device interval is charged to, and under the load of a second worker
-# (a backend build) a queued kernel's interval was charged to aten::matmul
-# instead of aten::mm (1 run in 1).
+# Two workers, a file each at a time (--dist loadfile), so that a file's
+# backend build (a module fixture) is made once.
 ACCGEN_BIN=$ACCGEN ACCGEN_PREFIX=$ROOT/build/install \
   "$PY" -m pytest -q -p no:cacheprovider tests/python \
-  --ignore=tests/python/test_schema_compile.py
+  --ignore=tests/python/test_schema_compile.py -n 2 --dist loadfile
 # --8<-- [end:test-backend]
 section "done"
