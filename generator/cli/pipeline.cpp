@@ -182,8 +182,7 @@ std::string inputFingerprint(const std::string& specs_dir,
   namespace fs = std::filesystem;
   static const std::map<std::string, std::string> kNothingPending;
   std::string all = std::string("accgen ") + ACCGEN_VERSION + '\0' +
-                    selfFingerprint() + '\0' + "torch " + torch_version +
-                    '\0';
+                    selfFingerprint() + '\0' + "torch " + torch_version + '\0';
   auto add = [&all](const std::string& label, const std::string& content) {
     all += label + '\0' + content + '\0';
   };

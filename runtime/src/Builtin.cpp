@@ -25,19 +25,19 @@
 #include <ATen/ops/_copy_from_ops.h>
 #include <ATen/ops/_local_scalar_dense.h>
 #include <ATen/ops/_local_scalar_dense_ops.h>
+#include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/_reshape_alias_ops.h>
+#include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/as_strided_ops.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_ops.h>
+#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/empty_strided_ops.h>
+#include <ATen/ops/from_blob.h>
 #include <ATen/ops/resize_ops.h>
 #include <ATen/ops/set_ops.h>
-#include <ATen/ops/view_ops.h>
-#include <ATen/ops/_reshape_alias_native.h>
-#include <ATen/ops/as_strided_native.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/empty_strided.h>
-#include <ATen/ops/from_blob.h>
 #include <ATen/ops/view_native.h>
+#include <ATen/ops/view_ops.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/StorageImpl.h>
 #include <torch/library.h>
@@ -440,7 +440,7 @@ at::Tensor emptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride,
 // --8<-- [start:builtin-registrations]
 // Every entry of the table has its kernel above, with the operator's exact
 // signature (Note [The runtime's operator sets]).
-#define ACCGEN_BUILTIN(name, ops, kernel)                               \
+#define ACCGEN_BUILTIN(name, ops, kernel)                                \
   static_assert(std::is_same_v<decltype(kernel), at::_ops::ops::schema>, \
                 "the builtin kernel of " name                            \
                 " does not have the operator's signature");

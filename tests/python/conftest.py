@@ -138,3 +138,35 @@ def autocast(mod):
     (features.autocast: false)."""
     if not hasattr(mod, "get_amp_supported_dtype"):
         pytest.skip("the backend has no autocast")
+
+
+@pytest.fixture(scope="session")
+def second_backend(tmp_path_factory):
+    """An `accgen init second` backend, built once per test run and shared by
+    the test workers (init_backend.py): the first worker to ask builds it
+    under a lock in the run's shared temporary directory, the others wait
+    for it. A failed build is remembered, so that it fails every asker
+    without being built again."""
+    from filelock import FileLock
+
+    from init_backend import ACCGEN, PREFIX, build_init_backend
+
+    if not ACCGEN or not PREFIX:
+        pytest.skip("set ACCGEN_BIN and ACCGEN_PREFIX (scripts/test.sh does) "
+                    "to build an init-generated backend")
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent
+    work = shared / "init"
+    failed = shared / "init.failed"
+    with FileLock(str(shared / "init.lock")):
+        if failed.exists():
+            pytest.fail(failed.read_text(), pytrace=False)
+        if not (work / "site").is_dir():
+            work.mkdir(exist_ok=True)
+            try:
+                build_init_backend(work)
+            except BaseException as error:
+                failed.write_text(f"building the init backend failed: {error}")
+                raise
+    return work / "site"

@@ -1,12 +1,10 @@
 """`accgen init` with a second device name, built and used in this test run.
 
-PyTorch allows one PrivateUse1 backend per process, and the example backend
-is installed in this environment with autoload on. The second backend is
-therefore installed into a directory of its own and driven in a subprocess
-that turns autoload off and imports it explicitly. Its spec is what init
-wrote: the global fallback `emulate` runs everything it does not list, and
-the suites of real models and of torch's OpInfo database run against it
-as they run against the example.
+The backend (the session's second_backend, built once per run: conftest.py
+and init_backend.py) is installed into a directory of its own and driven in
+subprocesses. Its spec is what init wrote: the global fallback `emulate`
+runs everything it does not list. The suites the example runs run against it
+in test_init_backend_suites.py.
 """
 import os
 import subprocess
@@ -15,55 +13,12 @@ import textwrap
 
 import pytest
 
-ACCGEN = os.environ.get("ACCGEN_BIN")
-PREFIX = os.environ.get("ACCGEN_PREFIX")
+from init_backend import ACCGEN, PREFIX, drive, run, run_suites_on
 
 pytestmark = pytest.mark.skipif(
     not ACCGEN or not PREFIX,
     reason="set ACCGEN_BIN and ACCGEN_PREFIX (scripts/test.sh does) to build "
     "an init-generated backend")
-
-
-def run(cmd, **kwargs):
-    result = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
-    assert result.returncode == 0, (
-        f"{cmd} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
-    return result
-
-
-@pytest.fixture(scope="module")
-def second_backend(tmp_path_factory):
-    work = tmp_path_factory.mktemp("init")
-    project = work / "second"
-    created = run([ACCGEN, "init", "second", "--dir", str(project)])
-    # The command init tells the user to run next.
-    (next_line,) = [line for line in created.stdout.splitlines()
-                    if line.startswith("next: ")]
-    next_command = next_line[len("next: "):].split()
-    assert next_command == ["pip", "install", "--no-build-isolation",
-                            str(project)], next_line
-    assert "fallback: emulate" in (project / "specs" / "backend.yaml").read_text()
-    target = work / "site"
-    # The command the README gives, with accgen's bin/ on PATH and nothing
-    # else: CMake finds accgen's package from PATH. CCACHE_BASEDIR makes
-    # compiler command lines relative to the temporary directory, so ccache
-    # recognises the same sources in the next run.
-    env = dict(os.environ, CCACHE_BASEDIR=str(work),
-               PATH=os.pathsep.join([os.path.join(PREFIX, "bin"),
-                                     os.environ.get("PATH", "")]))
-    env.pop("CMAKE_PREFIX_PATH", None)
-    # Exactly that command, into a directory of its own (PyTorch takes one
-    # PrivateUse1 backend per process, and the example is installed here).
-    run([sys.executable, "-m"] + next_command +
-        ["-q", "--no-deps", "--target", str(target)], env=env)
-    return target
-
-
-def drive(site, code):
-    env = dict(os.environ, PYTHONPATH=str(site), TORCH_DEVICE_BACKEND_AUTOLOAD="0")
-    prelude = "import torch, torch_second\n"
-    return subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)],
-                          capture_output=True, text=True, env=env, cwd=str(site))
 
 
 def test_second_backend_computes(second_backend):
@@ -98,27 +53,8 @@ def test_unlisted_operators_are_emulated(second_backend):
     assert r.stdout.strip().endswith("ok")
 
 
-def _run_suites_on(second_backend, names, *pytest_args):
-    # Runs suites of this directory against the freshly initialised backend;
-    # every test of them must run and pass.
-    project = second_backend.parent / "second"
-    suites = [os.path.join(os.path.dirname(__file__), name) for name in names]
-    env = dict(os.environ, PYTHONPATH=str(second_backend),
-               TORCH_DEVICE_BACKEND_AUTOLOAD="0",
-               ACCGEN_TEST_SPECS=str(project / "specs"))
-    r = subprocess.run(
-        [sys.executable, "-c", "import torch_second, sys, pytest\n"
-         "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', "
-         f"*{suites!r}, *{list(pytest_args)!r}]))"],
-        capture_output=True, text=True, env=env, cwd=str(project))
-    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
-    assert " passed" in r.stdout and "skipped" not in r.stdout, r.stdout[-2000:]
 
 
-def test_models_and_opinfo_sweep_on_the_init_backend(second_backend):
-    # The suites the example runs, against the freshly initialised backend.
-    _run_suites_on(second_backend, ("test_models.py", "test_opinfo_sweep.py",
-                                    "test_hook_ops.py"))
 
 
 def test_compile_on_the_init_backend(second_backend):
@@ -127,43 +63,14 @@ def test_compile_on_the_init_backend(second_backend):
     # less the checks that Inductor's workarounds are still needed: they
     # are the runtime's, the same for every backend, and test_compile.py
     # shows them on the example.
-    _run_suites_on(second_backend, ("test_compile.py",),
+    run_suites_on(second_backend, ("test_compile.py",),
                    "-k", "not custom_operator and not workarounds_are_still_needed")
 
 
-def test_distributed_on_the_init_backend(second_backend):
-    # torch.distributed on the freshly initialised backend: its c10d backend
-    # is registered, and two ranks run the collectives and a DDP step.
-    _run_suites_on(second_backend, ("test_distributed.py",),
-                   "-k", "registered or collectives or ddp_training")
 
 
-def test_project_smoke_tests_pass(second_backend):
-    # The tests `accgen init` wrote into the project pass against the built
-    # backend (loaded explicitly first, since autoload is off here).
-    project_tests = second_backend.parent / "second" / "tests"
-    r = drive(second_backend, f"""
-        import sys, pytest
-        sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", {str(project_tests)!r}]))
-    """)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert " passed" in r.stdout, r.stdout
 
 
-def test_generated_conformance_suite_passes(second_backend):
-    # The suite `accgen generate` wrote under tests/conformance/, sharded
-    # over the backend's two devices, as the project's CI runs it.
-    project = second_backend.parent / "second"
-    assert (project / "tests" / "conformance" / "backend_spec.py").is_file()
-    r = drive(second_backend, f"""
-        import sys, pytest
-        sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-n", "2",
-                              {str(project / "tests" / "conformance")!r}]))
-    """)
-    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
-    summary = r.stdout.strip().splitlines()[-1]
-    assert " passed" in summary and "failed" not in summary, summary
-    print(f"init backend conformance: {summary}")
 
 
 def test_noop_regeneration_rebuilds_nothing(second_backend):

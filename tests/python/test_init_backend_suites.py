@@ -1,0 +1,49 @@
+"""The suites the example runs, against an `accgen init` backend (the
+session's second_backend, built once per run: conftest.py): torch's models
+and OpInfo database, torch.distributed, the project's own smoke tests and
+its generated conformance suite. A file of their own, so that a second test
+worker runs them beside test_init_backend.py.
+"""
+import pytest
+
+from init_backend import ACCGEN, PREFIX, drive, run_suites_on
+
+pytestmark = pytest.mark.skipif(
+    not ACCGEN or not PREFIX,
+    reason="set ACCGEN_BIN and ACCGEN_PREFIX (scripts/test.sh does) to build "
+    "an init-generated backend")
+
+
+def test_models_and_opinfo_sweep_on_the_init_backend(second_backend):
+    # The suites the example runs, against the freshly initialised backend.
+    run_suites_on(second_backend, ("test_models.py", "test_opinfo_sweep.py",
+                                    "test_hook_ops.py"))
+def test_distributed_on_the_init_backend(second_backend):
+    # torch.distributed on the freshly initialised backend: its c10d backend
+    # is registered, and two ranks run the collectives and a DDP step.
+    run_suites_on(second_backend, ("test_distributed.py",),
+                   "-k", "registered or collectives or ddp_training")
+def test_project_smoke_tests_pass(second_backend):
+    # The tests `accgen init` wrote into the project pass against the built
+    # backend (loaded explicitly first, since autoload is off here).
+    project_tests = second_backend.parent / "second" / "tests"
+    r = drive(second_backend, f"""
+        import sys, pytest
+        sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", {str(project_tests)!r}]))
+    """)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert " passed" in r.stdout, r.stdout
+def test_generated_conformance_suite_passes(second_backend):
+    # The suite `accgen generate` wrote under tests/conformance/, sharded
+    # over the backend's two devices, as the project's CI runs it.
+    project = second_backend.parent / "second"
+    assert (project / "tests" / "conformance" / "backend_spec.py").is_file()
+    r = drive(second_backend, f"""
+        import sys, pytest
+        sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-n", "2",
+                              {str(project / "tests" / "conformance")!r}]))
+    """)
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
+    summary = r.stdout.strip().splitlines()[-1]
+    assert " passed" in summary and "failed" not in summary, summary
+    print(f"init backend conformance: {summary}")
