@@ -27,6 +27,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from typing import Any, Callable, Iterator, Optional
 
 import pytest
@@ -1217,20 +1218,32 @@ def check_stream_ordering(suite: Suite) -> None:
 
 
 def check_events(suite: Suite) -> None:
+    # Timed events bracket work the device certainly spends time on: their
+    # elapsed time is more than zero (a driver whose timed events all report
+    # 0 ms fails here) and no more than the host saw pass between recording
+    # the first and the second having completed.
     m = suite.module
+    x = torch.randn(256, 256, device=suite.device)
+    m.synchronize()
     start = m.Event(enable_timing=True)
     end = m.Event(enable_timing=True)
+    host_start = time.perf_counter()
     start.record()
-    x = torch.randn(128, 128, device=suite.device)
-    for _ in range(5):
+    for _ in range(10):
         x = x @ x.tanh()
     end.record()
     end.synchronize()
-    assert end.query()
+    host_ms = (time.perf_counter() - host_start) * 1000.0
+    assert start.query() and end.query()
     elapsed = start.elapsed_time(end)
-    assert elapsed >= 0.0, elapsed
+    assert elapsed > 0.0, (
+        f"timed events around ten 256x256 matmuls report {elapsed} ms")
+    assert elapsed <= host_ms * 1.1 + 1.0, (
+        f"timed events report {elapsed:.3f} ms for work the host saw take "
+        f"{host_ms:.3f} ms")
     untimed = m.Event()
     untimed.record()
+    untimed.synchronize()
     with pytest.raises((RuntimeError, ValueError)):
         untimed.elapsed_time(end)
 

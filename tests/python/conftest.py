@@ -170,3 +170,31 @@ def second_backend(tmp_path_factory):
                 failed.write_text(f"building the init backend failed: {error}")
                 raise
     return work / "site"
+
+
+@pytest.fixture(scope="session")
+def suite(device, mod):
+    """The conformance suite the example backend ships
+    (<package>._conformance), for the backend under test: this repository's
+    suites call its checks rather than keep near-duplicates of them."""
+    import importlib.util
+
+    specs = pathlib.Path(os.environ.get("ACCGEN_TEST_SPECS", _REPO / "specs"))
+    spec_file = specs.parent / "tests" / "conformance" / "backend_spec.py"
+    if not spec_file.is_file():
+        spec_file = _REPO / "generated_example" / "tests" / "conformance" / "backend_spec.py"
+    loader = importlib.util.spec_from_file_location("backend_spec", spec_file)
+    backend_spec = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(backend_spec)
+    if backend_spec.DEVICE != device:
+        pytest.skip(f"{spec_file} describes device {backend_spec.DEVICE!r}, "
+                    f"not {device!r}")
+    conformance = importlib.import_module(backend_spec.PACKAGE + "._conformance")
+    return conformance.Suite(backend_spec)
+
+
+@pytest.fixture(scope="session")
+def checks(suite):
+    """The module of the shipped checks (<package>._conformance):
+    checks.check_events(suite), ..."""
+    return sys.modules[type(suite).__module__]

@@ -2,6 +2,7 @@
 integration of a generated backend (torch.<device>, torch.accelerator,
 autoload)."""
 
+import copy
 import io
 
 import pytest
@@ -55,7 +56,9 @@ def test_device_context_manager_restores(device, mod, two_devices):
     assert mod.current_device() == 0
 
 
-def test_invalid_device_index_is_a_clear_error(device, mod):
+def test_invalid_device_index_is_a_clear_error(device, mod, suite, checks):
+    # The shipped check (<package>._conformance), then this runtime's words.
+    checks.check_invalid_index(suite)
     bad = mod.device_count() + 3
     with pytest.raises(RuntimeError, match=f"Invalid device index {bad}"):
         torch.ones(2, device=f"{device}:{bad}")
@@ -279,16 +282,42 @@ def test_events_order_work_across_streams(device, mod):
 # --8<-- [end:events-across-streams]
 
 
-def test_event_timing(device, mod):
-    start = mod.Event(enable_timing=True)
-    end = mod.Event(enable_timing=True)
-    start.record()
-    x = torch.ones(64, 64, device=device)
-    x = x @ x
-    end.record()
-    end.synchronize()
-    assert start.query() and end.query()
-    assert start.elapsed_time(end) >= 0.0
+def test_event_timing(suite, checks):
+    # The shipped check: more than 0 ms, no more than the host saw.
+    checks.check_events(suite)
+
+
+class _NoTimeEvent:
+    # An event of a driver whose timed events report 0 ms.
+    def __init__(self, event):
+        self.event = event
+
+    def __getattr__(self, name):
+        return getattr(self.event, name)
+
+    def elapsed_time(self, other):
+        self.event.elapsed_time(getattr(other, "event", other))
+        return 0.0
+
+
+class _NoTimeDevice:
+    # The device module, with such events.
+    def __init__(self, module):
+        self.module = module
+
+    def __getattr__(self, name):
+        return getattr(self.module, name)
+
+    def Event(self, *args, **kwargs):  # noqa: N802 (the device module's name)
+        return _NoTimeEvent(self.module.Event(*args, **kwargs))
+
+
+def test_the_event_check_fails_a_driver_whose_events_report_no_time(
+        suite, checks):
+    no_time = copy.copy(suite)
+    no_time.module = _NoTimeDevice(suite.module)
+    with pytest.raises(AssertionError, match="report 0.0 ms"):
+        checks.check_events(no_time)
 
 
 def test_event_without_timing_refuses_elapsed_time(mod):
@@ -348,16 +377,12 @@ def test_torch_manual_seed_seeds_the_device(device):
     assert torch.equal(a.cpu(), b.cpu())
 
 
-def test_rng_state_round_trip(device, mod):
+def test_rng_state_round_trip(device, mod, suite, checks):
+    # The shipped check: seeds repeat, states restore, generators are per
+    # device; then the state's form.
+    checks.check_rng(suite)
     state = mod.get_rng_state()
     assert state.dtype == torch.uint8 and state.device.type == "cpu"
-    a = torch.rand(8, device=device)
-    mod.set_rng_state(state)
-    b = torch.rand(8, device=device)
-    assert torch.equal(a.cpu(), b.cpu())
-    states = mod.get_rng_state_all()
-    assert len(states) == mod.device_count()
-    mod.set_rng_state_all(states)
 
 
 # --8<-- [start:generators-explicit]
@@ -411,21 +436,10 @@ def test_save_load_round_trip(device):
 # --8<-- [end:serialization-save-load]
 
 
-def test_load_with_map_location(device, mod):
-    x = torch.arange(6, device=device)
-    buffer = io.BytesIO()
-    torch.save(x, buffer)
-    buffer.seek(0)
-    on_cpu = torch.load(buffer, map_location="cpu")
-    assert on_cpu.device.type == "cpu"
-    assert on_cpu.tolist() == list(range(6))
-    buffer = io.BytesIO()
-    torch.save(on_cpu, buffer)
-    buffer.seek(0)
-    target = f"{device}:{mod.device_count() - 1}"
-    moved = torch.load(buffer, map_location=target)
-    assert moved.device == torch.device(target)
-    assert moved.cpu().tolist() == list(range(6))
+def test_load_with_map_location(suite, checks):
+    # The shipped check: map_location to the CPU, to the device, from one
+    # device to another, and a module's state dict.
+    checks.check_serialization(suite)
 
 
 # --8<-- [start:storage-location]
