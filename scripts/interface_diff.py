@@ -24,7 +24,7 @@ Note [Which interfaces]: derived from the runtime's sources (``--runtime``,
 default: this repository's runtime/), so that the list cannot drift:
 
 * C++: every base named in ``class|struct X [final] : public BASE`` in
-  src/*.cpp, src/*.h and include/accgen/runtime/*.h, then their bases,
+  src/**.cpp, src/**.h and include/accgen/runtime/**.h, then their bases,
   transitively, as the parsed headers declare them; plus PLANNED_INTERFACES
   and, for a base that is a template parameter, TEMPLATE_PARAMETER_BASES.
   Each class's header is found by its definition text in ``<torch>/include``;
@@ -160,20 +160,31 @@ def _split_bases(text):
     return parts
 
 
+# A class or struct defined (not only declared) in the runtime's sources.
+_CLASS_DEFINITION = re.compile(r"\b(?:class|struct)\s+(\w+)\b[^;{()]*\{")
+
+
 def runtime_cpp_bases(runtime_dir):
     """The qualified name of every `: public BASE` of the runtime's C++
-    sources (a template parameter replaced by its interface), sorted."""
+    sources (a template parameter replaced by its interface), sorted; bases
+    the runtime defines itself (the emulation engine's Call) are its own,
+    not torch's."""
     bases = set()
+    defined = set()
     for folder, suffixes in CPP_SOURCE_GLOBS:
         directory = os.path.join(runtime_dir, folder)
         if not os.path.isdir(directory):
             continue
-        for name in sorted(os.listdir(directory)):
+        names = sorted(
+            os.path.relpath(os.path.join(root, name), directory)
+            for root, _, files in os.walk(directory) for name in files)
+        for name in names:
             if not name.endswith(suffixes):
                 continue
             relative = f"{folder}/{name}"
             text = _read(os.path.join(directory, name), "runtime source")
             code = _strip_comments(text)
+            defined.update(_CLASS_DEFINITION.findall(code))
             for match in _CLASS_HEAD.finditer(code):
                 line = code.count("\n", 0, match.start()) + 1
                 template = _TEMPLATE_TAIL.search(code, 0, match.start())
@@ -198,7 +209,7 @@ def runtime_cpp_bases(runtime_dir):
                                 f"scripts/interface_diff.py")
                         spelled = TEMPLATE_PARAMETER_BASES[key]
                     bases.add(spelled)
-    return sorted(bases)
+    return sorted(b for b in bases if "::" in b or b not in defined)
 
 
 _TORCH_MODULE_NAME = re.compile(r"torch(?:\.[A-Za-z_]\w*)+")

@@ -354,6 +354,19 @@ def test_template_parameter_base_must_be_named(tmp_path):
             in result.stderr)
 
 
+def test_bases_in_subdirectories_count_and_the_runtimes_own_do_not(tmp_path):
+    _write(tmp_path / "runtime", {"src/engine/Call.cpp": """
+        class Call {
+         public:
+          virtual void run() = 0;
+        };
+        class TypedCall final : public Call {};
+        class Kernel final : public c10::OperatorKernel {};
+        """})
+    assert _tool().runtime_cpp_bases(str(tmp_path / "runtime")) == [
+        "c10::OperatorKernel"]
+
+
 # --------------------------------------------------- the installed torch
 
 
