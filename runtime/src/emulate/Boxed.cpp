@@ -134,12 +134,11 @@ class StackCall final : public Call {
   }
 
   void shapes(ShapeCache::Results& out) override {
+    // Only a rule with a shape function asks for shapes
+    // (Note [How an emulated operator runs]).
+    TORCH_INTERNAL_ASSERT(rule_.shape.has_value());
     torch::jit::Stack meta = metaArguments();
-    if (rule_.shape.has_value()) {
-      rule_.shape->callBoxed(rule_.op, kMetaKeySet, &meta);
-    } else {
-      rule_.op.redispatchBoxed(kMetaKeySet, &meta);
-    }
+    rule_.shape->callBoxed(rule_.op, kMetaKeySet, &meta);
     for (const c10::IValue& r : meta) {
       collectShapes(r.toTensor(), out);
     }

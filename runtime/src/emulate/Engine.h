@@ -37,7 +37,7 @@ class Call {
   /// The Note [Shape cache] key of the arguments; false when one is not
   /// keyed.
   virtual bool key(ShapeCache::Key& key) const = 0;
-  /// The results' shapes, from the shape function or the Meta kernel.
+  /// The results' shapes, from the operator's shape function.
   virtual void shapes(ShapeCache::Results& out) = 0;
   /// Host aliases of the arguments, recorded in `aliases`, for the CPU
   /// kernels that follow.
@@ -71,7 +71,6 @@ struct Rule {
   // The schema's facts.
   std::vector<ArgKind> kinds;
   std::vector<bool> written;
-  std::size_t num_returns = 0;
   bool has_generator = false;
   // Copies between devices and tensor_split take CPU tensors by design.
   bool allows_cpu_tensors = false;
@@ -81,7 +80,7 @@ struct Rule {
   // The out= overload that computes the operator (when it qualifies): it
   // takes the operator's arguments, then one out= argument per result.
   std::optional<c10::OperatorHandle> out;
-  // The shapes come from a C++ shape function rather than the Meta kernel.
+  // The registration brings a C++ shape function.
   bool has_shape_function = false;
   // The boxed representation's shape function, when there is one.
   std::optional<c10::KernelFunction> shape;

@@ -185,7 +185,6 @@ Rule::Rule(const c10::OperatorHandle& handle, bool has_shape)
     written.push_back(arg.alias_info() != nullptr &&
                       arg.alias_info()->isWrite());
   }
-  num_returns = schema.returns().size();
   allows_cpu_tensors = allowsCpuTensors(schema);
   random_without_generator =
       !has_generator && op.hasTag(at::Tag::nondeterministic_seeded);

@@ -478,20 +478,21 @@ struct TypedKernel<Op, Shape, R(Args...)> {
   using Indices = std::index_sequence_for<Args...>;
   static constexpr std::size_t kResults = resultCount<R>();
 
+  // Only a rule with a shape function asks for shapes
+  // (Note [How an emulated operator runs]).
   static void shapes(const TypedArg* args, ShapeCache::Results& out) {
-    if constexpr (NewTensors<R>::value) {
+    if constexpr (NewTensors<R>::value && kHasShape<Shape>) {
       shapesOf(args, out, Indices{});
+    } else {
+      TORCH_INTERNAL_ASSERT(false,
+                            "shapes asked of an operator without a "
+                            "shape function");
     }
   }
   template <std::size_t... I>
   static void shapesOf(const TypedArg* args, ShapeCache::Results& out,
                        std::index_sequence<I...> /*indices*/) {
-    if constexpr (kHasShape<Shape>) {
-      collectShapes(Shape(metaValue<Args>(args[I])...), out);
-    } else {
-      collectShapes(Op::redispatch(kMetaKeySet, metaValue<Args>(args[I])...),
-                    out);
-    }
+    collectShapes(Shape(metaValue<Args>(args[I])...), out);
   }
 
   static void runCpu(const TypedArg* args, HostValue* host, void* slots) {
