@@ -10,6 +10,8 @@
 // (broadcasting, resizing `out`, collapsing dimensions); type promotion
 // casts the inputs first; the loop itself is ours and runs on the device as
 // a kernel on the current stream, given the allocations of the operands.
+#include <memory>
+
 #include <ATen/Dispatch_v2.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/core/Tensor.h>
@@ -26,18 +28,19 @@
 namespace accel::kernels {
 namespace {
 
+// Owns its iterator (and, through it, the operands) until the kernel ran.
 struct AddLaunch {
-  at::TensorIteratorBase* iter;
+  at::TensorIterator iter;
   c10::Scalar alpha;
 };
 
 template <class T>
-accError_t addKernel(void* user_data) {
-  auto* p = static_cast<AddLaunch*>(user_data);
+accError_t addKernel(AddLaunch& launch) {
+  AddLaunch* p = &launch;
   const T alpha = p->alpha.to<T>();
   // for_each splits the range over the device's compute threads (the
   // emulator's are the host's OpenMP threads).
-  p->iter->for_each(
+  p->iter.for_each(
       [alpha](char** data, const int64_t* strides, int64_t n, int64_t size1) {
         for (int64_t j = 0; j < size1; ++j) {
           char* out = data[0] + j * strides[3];
@@ -83,12 +86,12 @@ at::Tensor& kernel_add_out(const at::Tensor& self, const at::Tensor& other,
                           : at::empty({0}, out.options().dtype(dtype));
   // A 0-dim CPU operand (a Python number) is read by the kernel from host
   // memory, like a kernel argument.
-  auto iter = at::TensorIteratorConfig()
-                  .add_output(result)
-                  .add_const_input(a)
-                  .add_const_input(b)
-                  .allow_cpu_scalars(true)
-                  .build();
+  at::TensorIterator iter = at::TensorIteratorConfig()
+                               .add_owned_output(result)
+                               .add_owned_const_input(a)
+                               .add_owned_const_input(b)
+                               .allow_cpu_scalars(true)
+                               .build();
   if (iter.numel() > 0) {
     c10::SmallVector<const void*, 3> buffers;
     for (int i = 0; i < iter.ntensors(); ++i) {
@@ -98,13 +101,12 @@ at::Tensor& kernel_add_out(const at::Tensor& self, const at::Tensor& other,
       }
     }
     accStream_t stream = currentNativeStream(out.device().index());
-    AddLaunch launch{&iter, alpha};
+    auto launch = std::make_unique<AddLaunch>(AddLaunch{std::move(iter), alpha});
     AT_DISPATCH_V2(
         dtype, "add", AT_WRAP([&] {
-          // The iterator lives on this stack frame: a synchronous launch.
-          ACCEL_CHECK(accLaunchKernelSync(stream, &addKernel<scalar_t>,
-                                          &launch, buffers.data(),
-                                          buffers.size()));
+          // Queued on the stream, owning its iterator: the host goes on.
+          accgen::runtime::launchOwning<AddLaunch, &addKernel<scalar_t>>(
+              stream, std::move(launch), buffers);
         }),
         AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16,
         at::kBool);

@@ -7,8 +7,9 @@
 // csrc/ops/RegisterKernels.cpp, for relu_.
 //
 // A plain device kernel: a contiguous input, a new contiguous result and a
-// loop over the elements, launched on the current stream.
+// loop over the elements, queued on the current stream.
 #include <algorithm>
+#include <memory>
 
 #include <ATen/Dispatch_v2.h>
 #include <ATen/core/Tensor.h>
@@ -29,10 +30,9 @@ struct ReluLaunch {
 };
 
 template <class T>
-accError_t reluKernel(void* user_data) {
-  auto* p = static_cast<ReluLaunch<T>*>(user_data);
-  for (int64_t i = 0; i < p->n; ++i) {
-    p->out[i] = p->in[i] > T(0) ? p->in[i] : T(0);
+accError_t reluKernel(ReluLaunch<T>& p) {
+  for (int64_t i = 0; i < p.n; ++i) {
+    p.out[i] = p.in[i] > T(0) ? p.in[i] : T(0);
   }
   return accSuccess;
 }
@@ -51,13 +51,17 @@ at::Tensor kernel_relu(const at::Tensor& self) {
   accStream_t stream = currentNativeStream(self.device().index());
   AT_DISPATCH_V2(
       input.scalar_type(), "relu", AT_WRAP([&] {
-        ReluLaunch<scalar_t> launch{input.const_data_ptr<scalar_t>(),
-                                    result.mutable_data_ptr<scalar_t>(),
-                                    input.numel()};
+        auto launch = std::make_unique<ReluLaunch<scalar_t>>(
+            ReluLaunch<scalar_t>{input.const_data_ptr<scalar_t>(),
+                                 result.mutable_data_ptr<scalar_t>(),
+                                 input.numel()});
         const void* buffers[] = {input.storage().data(),
                                  result.storage().data()};
-        ACCEL_CHECK(accLaunchKernelSync(stream, &reluKernel<scalar_t>, &launch,
-                                        buffers, 2));
+        // Queued on the stream: the host goes on (the stream's order keeps
+        // the memory of `input`, even if freed meanwhile, until it ran).
+        accgen::runtime::launchOwning<ReluLaunch<scalar_t>,
+                                      &reluKernel<scalar_t>>(
+            stream, std::move(launch), buffers);
       }),
       AT_EXPAND(AT_ALL_TYPES), at::kHalf, at::kBFloat16);
   return result;

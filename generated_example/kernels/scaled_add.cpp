@@ -7,6 +7,7 @@
 // self + alpha * other for two floating-point tensors of one shape: a device
 // kernel over contiguous copies, the Meta kernel that lets fake tensors (and
 // torch.compile) trace it, and the backward that autograd calls.
+#include <memory>
 #include <vector>
 
 #include <ATen/Dispatch.h>
@@ -46,13 +47,12 @@ struct ScaledAddLaunch {
 };
 
 template <class T>
-accError_t scaledAddKernel(void* user_data) {
-  auto* p = static_cast<ScaledAddLaunch<T>*>(user_data);
+accError_t scaledAddKernel(ScaledAddLaunch<T>& p) {
   using Acc = at::opmath_type<T>;
-  const Acc alpha = static_cast<Acc>(p->alpha);
-  for (int64_t i = 0; i < p->n; ++i) {
-    p->out[i] = static_cast<T>(static_cast<Acc>(p->self[i]) +
-                               alpha * static_cast<Acc>(p->other[i]));
+  const Acc alpha = static_cast<Acc>(p.alpha);
+  for (int64_t i = 0; i < p.n; ++i) {
+    p.out[i] = static_cast<T>(static_cast<Acc>(p.self[i]) +
+                              alpha * static_cast<Acc>(p.other[i]));
   }
   return accSuccess;
 }
@@ -75,13 +75,15 @@ at::Tensor kernel_scaled_add(const at::Tensor& self, const at::Tensor& other,
   accStream_t stream = currentNativeStream(self.device().index());
   AT_DISPATCH_FLOATING_TYPES_AND2(
       at::kHalf, at::kBFloat16, a.scalar_type(), "scaled_add", [&] {
-        ScaledAddLaunch<scalar_t> launch{
-            a.const_data_ptr<scalar_t>(), b.const_data_ptr<scalar_t>(),
-            out.mutable_data_ptr<scalar_t>(), alpha, a.numel()};
+        auto launch = std::make_unique<ScaledAddLaunch<scalar_t>>(
+            ScaledAddLaunch<scalar_t>{
+                a.const_data_ptr<scalar_t>(), b.const_data_ptr<scalar_t>(),
+                out.mutable_data_ptr<scalar_t>(), alpha, a.numel()});
         const void* buffers[] = {a.storage().data(), b.storage().data(),
                                  out.storage().data()};
-        ACCEL_CHECK(accLaunchKernelSync(stream, &scaledAddKernel<scalar_t>,
-                                        &launch, buffers, 3));
+        accgen::runtime::launchOwning<ScaledAddLaunch<scalar_t>,
+                                      &scaledAddKernel<scalar_t>>(
+            stream, std::move(launch), buffers);
       });
   return out;
 }

@@ -46,9 +46,9 @@ std::string shapeName(const model::Registration& r) {
 }
 
 // An emulated operator's registration states facts only: the operator
-// (its at::_ops struct) and, for the functional member of a structured
-// group, its C++ shape function (at::meta). How it runs is the runtime's
-// decision, by the rule every emulated operator follows (Note [How an
+// (its at::_ops struct) and, for the functional and in-place members of a
+// structured group, its C++ shape function (at::meta). How it runs is the
+// runtime's decision, by the rule every emulated operator follows (Note [How an
 // emulated operator runs] in runtime/src/emulate/Rule.cpp): a shape
 // function spares it the Meta kernel, often a Python meta function a
 // hundred times slower.
@@ -63,8 +63,8 @@ json emulateEntry(const model::Registration& r,
   // shape function that could give them ahead of the kernel.
   const bool dynamic_shape = std::find(fn.tags.begin(), fn.tags.end(),
                                        "dynamic_output_shape") != fn.tags.end();
-  if (r.role == SchemaKind::kFunctional && !fn.structured_delegate.empty() &&
-      !dynamic_shape) {
+  if ((r.role == SchemaKind::kFunctional || r.role == SchemaKind::kInplace) &&
+      !fn.structured_delegate.empty() && !dynamic_shape) {
     entry["has_shape"] = true;
     entry["shape"] = shapeName(r);
     headers.push_back(ops::metaHeader(r.schema()));

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include <ATen/EmptyTensor.h>
+#include <ATen/core/CachingHostAllocator.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/_copy_from_and_resize_ops.h>
 #include <ATen/ops/_copy_from_ops.h>
@@ -138,12 +139,32 @@ void launchCopyKernel(const at::Tensor& src, const at::Tensor& dst) {
 
 void copyDeviceToDevice(const at::Tensor& src, const at::Tensor& dst);
 
-void copyHostToDevice(const at::Tensor& src, const at::Tensor& dst) {
+// Note [Asynchronous copies]
+// As on CUDA, a copy with non_blocking=True between the device and pinned
+// host memory does not wait for the stream: the host goes on while queued
+// work, then the copy, runs. The pinned block is marked as used by the
+// stream (record_event), so the pinned allocator does not hand it out again
+// before the copy is done. A copy from pageable host memory returns once
+// the driver consumed the source (accMemcpyAsync's contract), without
+// waiting for the stream either; a copy into pageable memory, or through a
+// host staging tensor, waits, since its bytes are read on return.
+// non_blocking=False waits for the stream in every case.
+
+// Marks the pinned block of `host` as used by the current stream, if it is
+// one.
+void recordPinnedUse(const at::Tensor& host) {
+  const c10::DataPtr& data = host.storage().data_ptr();
+  (void)getHostAllocator()->record_event(data.get(), data.get_context(),
+                                         getCurrentStream(currentDevice()));
+}
+
+void copyHostToDevice(const at::Tensor& src, const at::Tensor& dst,
+                      bool non_blocking) {
   const c10::DeviceGuard guard(dst.device());
   if (!dst.is_non_overlapping_and_dense()) {
     // Land the values in a dense device tensor, then scatter on the device.
     at::Tensor dense = at::empty(dst.sizes(), dst.options());
-    copyHostToDevice(src, dense);
+    copyHostToDevice(src, dense, non_blocking);
     copyDeviceToDevice(dense, dst);
     return;
   }
@@ -155,10 +176,15 @@ void copyHostToDevice(const at::Tensor& src, const at::Tensor& dst) {
   accStream_t stream = currentNativeStream();
   ACCGEN_CHECK(accMemcpyAsync(dst.data_ptr(), staging.const_data_ptr(),
                               byteSpan(dst), accMemcpyHostToDevice, stream));
+  if (non_blocking) {
+    recordPinnedUse(staging);
+    return;
+  }
   ACCGEN_CHECK(accStreamSynchronize(stream));
 }
 
-void copyDeviceToHost(const at::Tensor& src, const at::Tensor& dst) {
+void copyDeviceToHost(const at::Tensor& src, const at::Tensor& dst,
+                      bool non_blocking) {
   const c10::DeviceGuard guard(src.device());
   at::Tensor source = src;
   if (!source.is_non_overlapping_and_dense()) {
@@ -169,6 +195,10 @@ void copyDeviceToHost(const at::Tensor& src, const at::Tensor& dst) {
   accStream_t stream = currentNativeStream();
   ACCGEN_CHECK(accMemcpyAsync(staging.data_ptr(), source.const_data_ptr(),
                               byteSpan(source), accMemcpyDeviceToHost, stream));
+  if (non_blocking && direct && isPinnedPtr(dst.storage().data())) {
+    recordPinnedUse(dst);
+    return;
+  }
   ACCGEN_CHECK(accStreamSynchronize(stream));
   if (!direct) {
     dst.copy_(staging);
@@ -217,7 +247,8 @@ void copyDeviceToDevice(const at::Tensor& src, const at::Tensor& dst) {
   }
 }
 
-void copyAny(const at::Tensor& src, const at::Tensor& dst) {
+void copyAny(const at::Tensor& src, const at::Tensor& dst,
+             bool non_blocking = false) {
   TORCH_CHECK(
       (src.is_cpu() || isDevice(src)) && (dst.is_cpu() || isDevice(dst)),
       kDeviceName, " can copy between ", kDeviceName,
@@ -236,9 +267,9 @@ void copyAny(const at::Tensor& src, const at::Tensor& dst) {
   if (source.is_cpu() && dst.is_cpu()) {
     dst.copy_(source);
   } else if (source.is_cpu()) {
-    copyHostToDevice(source, dst);
+    copyHostToDevice(source, dst, non_blocking);
   } else if (dst.is_cpu()) {
-    copyDeviceToHost(source, dst);
+    copyDeviceToHost(source, dst, non_blocking);
   } else {
     copyDeviceToDevice(source, dst);
   }
@@ -364,8 +395,8 @@ const at::Tensor& wrapper_resize_(
 }
 
 at::Tensor wrapper__copy_from(const at::Tensor& self, const at::Tensor& dst,
-                              bool /*non_blocking*/) {
-  copyAny(self, dst);
+                              bool non_blocking) {
+  copyAny(self, dst, non_blocking);
   return dst;
 }
 
@@ -383,7 +414,7 @@ at::Scalar wrapper__local_scalar_dense(const at::Tensor& self) {
               " elements cannot be converted to Scalar");
   at::Tensor host = at::empty(
       {}, at::TensorOptions().dtype(self.scalar_type()).device(c10::kCPU));
-  copyDeviceToHost(self.reshape({}), host);
+  copyDeviceToHost(self.reshape({}), host, /*non_blocking=*/false);
   return at::_local_scalar_dense(host);
 }
 

@@ -10,6 +10,7 @@
 #include <c10/util/Exception.h>
 #include <c10/util/StringUtil.h>
 
+#include "Internal.h"
 #include "accgen/runtime/Runtime.h"
 
 namespace accgen::runtime {
@@ -34,6 +35,13 @@ void throwDriverError(accError_t error, const char* call, const char* file,
       c10::str(kDeviceName, " driver call ", call, " failed with ",
                accGetErrorName(error), ": ", accGetErrorString(error), " (",
                shortSourcePath(file), ":", line, ")");
+  if (error == accErrorLaunchFailure) {
+    // Note [Queued operators]: what the failed kernels raised.
+    if (const std::string queued = takeDeferredErrors(); !queued.empty()) {
+      message += c10::str("\nAn operator queued on the ", kDeviceName,
+                          " earlier failed:", queued);
+    }
+  }
   const c10::SourceLocation location{function, file,
                                      static_cast<std::uint32_t>(line)};
   if (error == accErrorMemoryAllocation) {

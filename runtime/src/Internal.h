@@ -3,6 +3,8 @@
 // PrivateUse1 backend per process] in accgen/runtime/Registration.h).
 #pragma once
 
+#include <string>
+
 namespace c10::impl {
 struct DeviceGuardImplInterface;
 }  // namespace c10::impl
@@ -26,5 +28,10 @@ void registerSerialization();
 /// Registers the device's profiler stubs and Kineto activity profiler
 /// (Profiler.cpp, Note [Profiling device time]).
 void registerProfiler();
+
+/// The messages of errors that operators queued on the device raised since
+/// the last call, one per line (Note [Queued operators] in
+/// src/emulate/Launch.cpp); empty if none.
+std::string takeDeferredErrors();
 
 }  // namespace accgen::runtime::detail

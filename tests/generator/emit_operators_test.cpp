@@ -217,10 +217,15 @@ TEST_F(OperatorFiles, EmulateEntriesStateTheOperatorAndItsShapeFunction) {
   EXPECT_TRUE(has(emulate, "return at::meta::add(self, other, alpha);"));
   EXPECT_TRUE(has(emulate, "#include <ATen/ops/add_meta_dispatch.h>"));
   EXPECT_TRUE(has(emulate, "#include <ATen/ops/add_ops.h>"));
-  // Its group's in-place and out= forms: the operator alone.
+  // Its group's in-place form: the shape function checks its arguments
+  // before the operator is queued (Note [Queued operators]).
   EXPECT_TRUE(has(emulate,
                   "m.impl(\"add_.Tensor\", "
-                  "emulate::kernel<at::_ops::add__Tensor>());"));
+                  "emulate::kernel<at::_ops::add__Tensor, "
+                  "&shape_add__Tensor>());"))
+      << emulate;
+  EXPECT_TRUE(has(emulate, "return at::meta::add_(self, other, alpha);"));
+  // The out= form: the operator alone.
   EXPECT_TRUE(has(
       emulate, "m.impl(\"add.out\", emulate::kernel<at::_ops::add_out>());"));
   // No C++ shape function (index_select), or shapes that depend on the data

@@ -114,14 +114,29 @@ at::Tensor shape_addcdiv(const at::Tensor& self, const at::Tensor& tensor1, cons
   return at::meta::addcdiv(self, tensor1, tensor2, value);
 }
 
+// The results of addcdiv_ as meta tensors.
+at::Tensor& shape_addcdiv_(at::Tensor& self, const at::Tensor& tensor1, const at::Tensor& tensor2, const at::Scalar& value) {
+  return at::meta::addcdiv_(self, tensor1, tensor2, value);
+}
+
 // The results of addcmul as meta tensors.
 at::Tensor shape_addcmul(const at::Tensor& self, const at::Tensor& tensor1, const at::Tensor& tensor2, const at::Scalar& value) {
   return at::meta::addcmul(self, tensor1, tensor2, value);
 }
 
+// The results of addcmul_ as meta tensors.
+at::Tensor& shape_addcmul_(at::Tensor& self, const at::Tensor& tensor1, const at::Tensor& tensor2, const at::Scalar& value) {
+  return at::meta::addcmul_(self, tensor1, tensor2, value);
+}
+
 // The results of addmm as meta tensors.
 at::Tensor shape_addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta, const at::Scalar& alpha) {
   return at::meta::addmm(self, mat1, mat2, beta, alpha);
+}
+
+// The results of addmm_ as meta tensors.
+at::Tensor& shape_addmm_(at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const at::Scalar& beta, const at::Scalar& alpha) {
+  return at::meta::addmm_(self, mat1, mat2, beta, alpha);
 }
 
 // The results of all as meta tensors.
@@ -159,9 +174,19 @@ at::Tensor shape_baddbmm(const at::Tensor& self, const at::Tensor& batch1, const
   return at::meta::baddbmm(self, batch1, batch2, beta, alpha);
 }
 
+// The results of baddbmm_ as meta tensors.
+at::Tensor& shape_baddbmm_(at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2, const at::Scalar& beta, const at::Scalar& alpha) {
+  return at::meta::baddbmm_(self, batch1, batch2, beta, alpha);
+}
+
 // The results of bitwise_and.Tensor as meta tensors.
 at::Tensor shape_bitwise_and_Tensor(const at::Tensor& self, const at::Tensor& other) {
   return at::meta::bitwise_and(self, other);
+}
+
+// The results of bitwise_and_.Tensor as meta tensors.
+at::Tensor& shape_bitwise_and__Tensor(at::Tensor& self, const at::Tensor& other) {
+  return at::meta::bitwise_and_(self, other);
 }
 
 // The results of bmm as meta tensors.
@@ -179,6 +204,11 @@ at::Tensor shape_ceil(const at::Tensor& self) {
   return at::meta::ceil(self);
 }
 
+// The results of ceil_ as meta tensors.
+at::Tensor& shape_ceil_(at::Tensor& self) {
+  return at::meta::ceil_(self);
+}
+
 // The results of clamp as meta tensors.
 at::Tensor shape_clamp(const at::Tensor& self, const ::std::optional<at::Scalar>& min, const ::std::optional<at::Scalar>& max) {
   return at::meta::clamp(self, min, max);
@@ -189,14 +219,34 @@ at::Tensor shape_clamp_Tensor(const at::Tensor& self, const ::std::optional<at::
   return at::meta::clamp(self, min, max);
 }
 
+// The results of clamp_ as meta tensors.
+at::Tensor& shape_clamp_(at::Tensor& self, const ::std::optional<at::Scalar>& min, const ::std::optional<at::Scalar>& max) {
+  return at::meta::clamp_(self, min, max);
+}
+
+// The results of clamp_.Tensor as meta tensors.
+at::Tensor& shape_clamp__Tensor(at::Tensor& self, const ::std::optional<at::Tensor>& min, const ::std::optional<at::Tensor>& max) {
+  return at::meta::clamp_(self, min, max);
+}
+
 // The results of clamp_min as meta tensors.
 at::Tensor shape_clamp_min(const at::Tensor& self, const at::Scalar& min) {
   return at::meta::clamp_min(self, min);
 }
 
+// The results of clamp_min_ as meta tensors.
+at::Tensor& shape_clamp_min_(at::Tensor& self, const at::Scalar& min) {
+  return at::meta::clamp_min_(self, min);
+}
+
 // The results of cos as meta tensors.
 at::Tensor shape_cos(const at::Tensor& self) {
   return at::meta::cos(self);
+}
+
+// The results of cos_ as meta tensors.
+at::Tensor& shape_cos_(at::Tensor& self) {
+  return at::meta::cos_(self);
 }
 
 // The results of div.Tensor as meta tensors.
@@ -209,6 +259,16 @@ at::Tensor shape_div_Tensor_mode(const at::Tensor& self, const at::Tensor& other
   return at::meta::div(self, other, rounding_mode);
 }
 
+// The results of div_.Tensor as meta tensors.
+at::Tensor& shape_div__Tensor(at::Tensor& self, const at::Tensor& other) {
+  return at::meta::div_(self, other);
+}
+
+// The results of div_.Tensor_mode as meta tensors.
+at::Tensor& shape_div__Tensor_mode(at::Tensor& self, const at::Tensor& other, ::std::optional<c10::string_view> rounding_mode) {
+  return at::meta::div_(self, other, rounding_mode);
+}
+
 // The results of eq.Scalar as meta tensors.
 at::Tensor shape_eq_Scalar(const at::Tensor& self, const at::Scalar& other) {
   return at::meta::eq(self, other);
@@ -219,14 +279,34 @@ at::Tensor shape_eq_Tensor(const at::Tensor& self, const at::Tensor& other) {
   return at::meta::eq(self, other);
 }
 
+// The results of eq_.Scalar as meta tensors.
+at::Tensor& shape_eq__Scalar(at::Tensor& self, const at::Scalar& other) {
+  return at::meta::eq_(self, other);
+}
+
+// The results of eq_.Tensor as meta tensors.
+at::Tensor& shape_eq__Tensor(at::Tensor& self, const at::Tensor& other) {
+  return at::meta::eq_(self, other);
+}
+
 // The results of exp as meta tensors.
 at::Tensor shape_exp(const at::Tensor& self) {
   return at::meta::exp(self);
 }
 
+// The results of exp_ as meta tensors.
+at::Tensor& shape_exp_(at::Tensor& self) {
+  return at::meta::exp_(self);
+}
+
 // The results of floor as meta tensors.
 at::Tensor shape_floor(const at::Tensor& self) {
   return at::meta::floor(self);
+}
+
+// The results of floor_ as meta tensors.
+at::Tensor& shape_floor_(at::Tensor& self) {
+  return at::meta::floor_(self);
 }
 
 // The results of gather as meta tensors.
@@ -244,9 +324,24 @@ at::Tensor shape_ge_Tensor(const at::Tensor& self, const at::Tensor& other) {
   return at::meta::ge(self, other);
 }
 
+// The results of ge_.Scalar as meta tensors.
+at::Tensor& shape_ge__Scalar(at::Tensor& self, const at::Scalar& other) {
+  return at::meta::ge_(self, other);
+}
+
+// The results of ge_.Tensor as meta tensors.
+at::Tensor& shape_ge__Tensor(at::Tensor& self, const at::Tensor& other) {
+  return at::meta::ge_(self, other);
+}
+
 // The results of gelu as meta tensors.
 at::Tensor shape_gelu(const at::Tensor& self, c10::string_view approximate) {
   return at::meta::gelu(self, approximate);
+}
+
+// The results of gelu_ as meta tensors.
+at::Tensor& shape_gelu_(at::Tensor& self, c10::string_view approximate) {
+  return at::meta::gelu_(self, approximate);
 }
 
 // The results of gelu_backward as meta tensors.
@@ -264,6 +359,16 @@ at::Tensor shape_gt_Tensor(const at::Tensor& self, const at::Tensor& other) {
   return at::meta::gt(self, other);
 }
 
+// The results of gt_.Scalar as meta tensors.
+at::Tensor& shape_gt__Scalar(at::Tensor& self, const at::Scalar& other) {
+  return at::meta::gt_(self, other);
+}
+
+// The results of gt_.Tensor as meta tensors.
+at::Tensor& shape_gt__Tensor(at::Tensor& self, const at::Tensor& other) {
+  return at::meta::gt_(self, other);
+}
+
 // The results of le.Scalar as meta tensors.
 at::Tensor shape_le_Scalar(const at::Tensor& self, const at::Scalar& other) {
   return at::meta::le(self, other);
@@ -272,6 +377,16 @@ at::Tensor shape_le_Scalar(const at::Tensor& self, const at::Scalar& other) {
 // The results of le.Tensor as meta tensors.
 at::Tensor shape_le_Tensor(const at::Tensor& self, const at::Tensor& other) {
   return at::meta::le(self, other);
+}
+
+// The results of le_.Scalar as meta tensors.
+at::Tensor& shape_le__Scalar(at::Tensor& self, const at::Scalar& other) {
+  return at::meta::le_(self, other);
+}
+
+// The results of le_.Tensor as meta tensors.
+at::Tensor& shape_le__Tensor(at::Tensor& self, const at::Tensor& other) {
+  return at::meta::le_(self, other);
 }
 
 // The results of lerp.Scalar as meta tensors.
@@ -299,13 +414,13 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_unique2", emulate::kernel<at::_ops::_unique2>());
   m.impl("addcdiv", emulate::kernel<at::_ops::addcdiv, &shape_addcdiv>());
   m.impl("addcdiv.out", emulate::kernel<at::_ops::addcdiv_out>());
-  m.impl("addcdiv_", emulate::kernel<at::_ops::addcdiv_>());
+  m.impl("addcdiv_", emulate::kernel<at::_ops::addcdiv_, &shape_addcdiv_>());
   m.impl("addcmul", emulate::kernel<at::_ops::addcmul, &shape_addcmul>());
   m.impl("addcmul.out", emulate::kernel<at::_ops::addcmul_out>());
-  m.impl("addcmul_", emulate::kernel<at::_ops::addcmul_>());
+  m.impl("addcmul_", emulate::kernel<at::_ops::addcmul_, &shape_addcmul_>());
   m.impl("addmm", emulate::kernel<at::_ops::addmm, &shape_addmm>());
   m.impl("addmm.out", emulate::kernel<at::_ops::addmm_out>());
-  m.impl("addmm_", emulate::kernel<at::_ops::addmm_>());
+  m.impl("addmm_", emulate::kernel<at::_ops::addmm_, &shape_addmm_>());
   m.impl("all", emulate::kernel<at::_ops::all, &shape_all>());
   m.impl("all.all_out", emulate::kernel<at::_ops::all_all_out>());
   m.impl("amax", emulate::kernel<at::_ops::amax, &shape_amax>());
@@ -321,74 +436,74 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("argmin.out", emulate::kernel<at::_ops::argmin_out>());
   m.impl("baddbmm", emulate::kernel<at::_ops::baddbmm, &shape_baddbmm>());
   m.impl("baddbmm.out", emulate::kernel<at::_ops::baddbmm_out>());
-  m.impl("baddbmm_", emulate::kernel<at::_ops::baddbmm_>());
+  m.impl("baddbmm_", emulate::kernel<at::_ops::baddbmm_, &shape_baddbmm_>());
   m.impl("bernoulli", emulate::kernel<at::_ops::bernoulli>());
   m.impl("bernoulli.out", emulate::kernel<at::_ops::bernoulli_out>());
   m.impl("bernoulli_.float", emulate::kernel<at::_ops::bernoulli__float>());
   m.impl("bitwise_and.Tensor", emulate::kernel<at::_ops::bitwise_and_Tensor, &shape_bitwise_and_Tensor>());
   m.impl("bitwise_and.Tensor_out", emulate::kernel<at::_ops::bitwise_and_Tensor_out>());
-  m.impl("bitwise_and_.Tensor", emulate::kernel<at::_ops::bitwise_and__Tensor>());
+  m.impl("bitwise_and_.Tensor", emulate::kernel<at::_ops::bitwise_and__Tensor, &shape_bitwise_and__Tensor>());
   m.impl("bmm", emulate::kernel<at::_ops::bmm, &shape_bmm>());
   m.impl("bmm.out", emulate::kernel<at::_ops::bmm_out>());
   m.impl("cat", emulate::kernel<at::_ops::cat, &shape_cat>());
   m.impl("cat.out", emulate::kernel<at::_ops::cat_out>());
   m.impl("ceil", emulate::kernel<at::_ops::ceil, &shape_ceil>());
   m.impl("ceil.out", emulate::kernel<at::_ops::ceil_out>());
-  m.impl("ceil_", emulate::kernel<at::_ops::ceil_>());
+  m.impl("ceil_", emulate::kernel<at::_ops::ceil_, &shape_ceil_>());
   m.impl("clamp", emulate::kernel<at::_ops::clamp, &shape_clamp>());
   m.impl("clamp.Tensor", emulate::kernel<at::_ops::clamp_Tensor, &shape_clamp_Tensor>());
   m.impl("clamp.Tensor_out", emulate::kernel<at::_ops::clamp_Tensor_out>());
   m.impl("clamp.out", emulate::kernel<at::_ops::clamp_out>());
-  m.impl("clamp_", emulate::kernel<at::_ops::clamp_>());
-  m.impl("clamp_.Tensor", emulate::kernel<at::_ops::clamp__Tensor>());
+  m.impl("clamp_", emulate::kernel<at::_ops::clamp_, &shape_clamp_>());
+  m.impl("clamp_.Tensor", emulate::kernel<at::_ops::clamp__Tensor, &shape_clamp__Tensor>());
   m.impl("clamp_min", emulate::kernel<at::_ops::clamp_min, &shape_clamp_min>());
   m.impl("clamp_min.out", emulate::kernel<at::_ops::clamp_min_out>());
-  m.impl("clamp_min_", emulate::kernel<at::_ops::clamp_min_>());
+  m.impl("clamp_min_", emulate::kernel<at::_ops::clamp_min_, &shape_clamp_min_>());
   m.impl("convolution_backward_overrideable", TORCH_FN(::accgen::runtime::hooks::convolutionBackwardOverrideable));
   m.impl("convolution_overrideable", TORCH_FN(::accgen::runtime::hooks::convolutionOverrideable));
   m.impl("cos", emulate::kernel<at::_ops::cos, &shape_cos>());
   m.impl("cos.out", emulate::kernel<at::_ops::cos_out>());
-  m.impl("cos_", emulate::kernel<at::_ops::cos_>());
+  m.impl("cos_", emulate::kernel<at::_ops::cos_, &shape_cos_>());
   m.impl("div.Tensor", emulate::kernel<at::_ops::div_Tensor, &shape_div_Tensor>());
   m.impl("div.Tensor_mode", emulate::kernel<at::_ops::div_Tensor_mode, &shape_div_Tensor_mode>());
   m.impl("div.out", emulate::kernel<at::_ops::div_out>());
   m.impl("div.out_mode", emulate::kernel<at::_ops::div_out_mode>());
-  m.impl("div_.Tensor", emulate::kernel<at::_ops::div__Tensor>());
-  m.impl("div_.Tensor_mode", emulate::kernel<at::_ops::div__Tensor_mode>());
+  m.impl("div_.Tensor", emulate::kernel<at::_ops::div__Tensor, &shape_div__Tensor>());
+  m.impl("div_.Tensor_mode", emulate::kernel<at::_ops::div__Tensor_mode, &shape_div__Tensor_mode>());
   m.impl("dot", emulate::kernel<at::_ops::dot>());
   m.impl("dot.out", emulate::kernel<at::_ops::dot_out>());
   m.impl("eq.Scalar", emulate::kernel<at::_ops::eq_Scalar, &shape_eq_Scalar>());
   m.impl("eq.Scalar_out", emulate::kernel<at::_ops::eq_Scalar_out>());
   m.impl("eq.Tensor", emulate::kernel<at::_ops::eq_Tensor, &shape_eq_Tensor>());
   m.impl("eq.Tensor_out", emulate::kernel<at::_ops::eq_Tensor_out>());
-  m.impl("eq_.Scalar", emulate::kernel<at::_ops::eq__Scalar>());
-  m.impl("eq_.Tensor", emulate::kernel<at::_ops::eq__Tensor>());
+  m.impl("eq_.Scalar", emulate::kernel<at::_ops::eq__Scalar, &shape_eq__Scalar>());
+  m.impl("eq_.Tensor", emulate::kernel<at::_ops::eq__Tensor, &shape_eq__Tensor>());
   m.impl("equal", emulate::kernel<at::_ops::equal>());
   m.impl("exp", emulate::kernel<at::_ops::exp, &shape_exp>());
   m.impl("exp.out", emulate::kernel<at::_ops::exp_out>());
-  m.impl("exp_", emulate::kernel<at::_ops::exp_>());
+  m.impl("exp_", emulate::kernel<at::_ops::exp_, &shape_exp_>());
   m.impl("floor", emulate::kernel<at::_ops::floor, &shape_floor>());
   m.impl("floor.out", emulate::kernel<at::_ops::floor_out>());
-  m.impl("floor_", emulate::kernel<at::_ops::floor_>());
+  m.impl("floor_", emulate::kernel<at::_ops::floor_, &shape_floor_>());
   m.impl("gather", emulate::kernel<at::_ops::gather, &shape_gather>());
   m.impl("gather.out", emulate::kernel<at::_ops::gather_out>());
   m.impl("ge.Scalar", emulate::kernel<at::_ops::ge_Scalar, &shape_ge_Scalar>());
   m.impl("ge.Scalar_out", emulate::kernel<at::_ops::ge_Scalar_out>());
   m.impl("ge.Tensor", emulate::kernel<at::_ops::ge_Tensor, &shape_ge_Tensor>());
   m.impl("ge.Tensor_out", emulate::kernel<at::_ops::ge_Tensor_out>());
-  m.impl("ge_.Scalar", emulate::kernel<at::_ops::ge__Scalar>());
-  m.impl("ge_.Tensor", emulate::kernel<at::_ops::ge__Tensor>());
+  m.impl("ge_.Scalar", emulate::kernel<at::_ops::ge__Scalar, &shape_ge__Scalar>());
+  m.impl("ge_.Tensor", emulate::kernel<at::_ops::ge__Tensor, &shape_ge__Tensor>());
   m.impl("gelu", emulate::kernel<at::_ops::gelu, &shape_gelu>());
   m.impl("gelu.out", emulate::kernel<at::_ops::gelu_out>());
-  m.impl("gelu_", emulate::kernel<at::_ops::gelu_>());
+  m.impl("gelu_", emulate::kernel<at::_ops::gelu_, &shape_gelu_>());
   m.impl("gelu_backward", emulate::kernel<at::_ops::gelu_backward, &shape_gelu_backward>());
   m.impl("gelu_backward.grad_input", emulate::kernel<at::_ops::gelu_backward_grad_input>());
   m.impl("gt.Scalar", emulate::kernel<at::_ops::gt_Scalar, &shape_gt_Scalar>());
   m.impl("gt.Scalar_out", emulate::kernel<at::_ops::gt_Scalar_out>());
   m.impl("gt.Tensor", emulate::kernel<at::_ops::gt_Tensor, &shape_gt_Tensor>());
   m.impl("gt.Tensor_out", emulate::kernel<at::_ops::gt_Tensor_out>());
-  m.impl("gt_.Scalar", emulate::kernel<at::_ops::gt__Scalar>());
-  m.impl("gt_.Tensor", emulate::kernel<at::_ops::gt__Tensor>());
+  m.impl("gt_.Scalar", emulate::kernel<at::_ops::gt__Scalar, &shape_gt__Scalar>());
+  m.impl("gt_.Tensor", emulate::kernel<at::_ops::gt__Tensor, &shape_gt__Tensor>());
   m.impl("index.Tensor", emulate::kernel<at::_ops::index_Tensor>());
   m.impl("index.Tensor_out", emulate::kernel<at::_ops::index_Tensor_out>());
   m.impl("index_select", emulate::kernel<at::_ops::index_select>());
@@ -398,8 +513,8 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("le.Scalar_out", emulate::kernel<at::_ops::le_Scalar_out>());
   m.impl("le.Tensor", emulate::kernel<at::_ops::le_Tensor, &shape_le_Tensor>());
   m.impl("le.Tensor_out", emulate::kernel<at::_ops::le_Tensor_out>());
-  m.impl("le_.Scalar", emulate::kernel<at::_ops::le__Scalar>());
-  m.impl("le_.Tensor", emulate::kernel<at::_ops::le__Tensor>());
+  m.impl("le_.Scalar", emulate::kernel<at::_ops::le__Scalar, &shape_le__Scalar>());
+  m.impl("le_.Tensor", emulate::kernel<at::_ops::le__Tensor, &shape_le__Tensor>());
   m.impl("lerp.Scalar", emulate::kernel<at::_ops::lerp_Scalar, &shape_lerp_Scalar>());
   m.impl("lerp.Scalar_out", emulate::kernel<at::_ops::lerp_Scalar_out>());
 }

@@ -11,6 +11,7 @@
 // emulation (accgen/runtime/HookOps.h) until the spec gives them a kernel.
 // Moving an operator to real hardware is one word in specs/operators.yaml:
 // kind emulate becomes kernel.
+#include <ATen/ops/lerp_meta_dispatch.h>
 #include <ATen/ops/lerp_ops.h>
 #include <ATen/ops/log1p_meta_dispatch.h>
 #include <ATen/ops/log1p_ops.h>
@@ -93,6 +94,11 @@ namespace accel::emulated {
 
 namespace {
 
+// The results of lerp_.Scalar as meta tensors.
+at::Tensor& shape_lerp__Scalar(at::Tensor& self, const at::Tensor& end, const at::Scalar& weight) {
+  return at::meta::lerp_(self, end, weight);
+}
+
 // The results of log as meta tensors.
 at::Tensor shape_log(const at::Tensor& self) {
   return at::meta::log(self);
@@ -103,6 +109,16 @@ at::Tensor shape_log1p(const at::Tensor& self) {
   return at::meta::log1p(self);
 }
 
+// The results of log1p_ as meta tensors.
+at::Tensor& shape_log1p_(at::Tensor& self) {
+  return at::meta::log1p_(self);
+}
+
+// The results of log_ as meta tensors.
+at::Tensor& shape_log_(at::Tensor& self) {
+  return at::meta::log_(self);
+}
+
 // The results of lt.Scalar as meta tensors.
 at::Tensor shape_lt_Scalar(const at::Tensor& self, const at::Scalar& other) {
   return at::meta::lt(self, other);
@@ -111,6 +127,16 @@ at::Tensor shape_lt_Scalar(const at::Tensor& self, const at::Scalar& other) {
 // The results of lt.Tensor as meta tensors.
 at::Tensor shape_lt_Tensor(const at::Tensor& self, const at::Tensor& other) {
   return at::meta::lt(self, other);
+}
+
+// The results of lt_.Scalar as meta tensors.
+at::Tensor& shape_lt__Scalar(at::Tensor& self, const at::Scalar& other) {
+  return at::meta::lt_(self, other);
+}
+
+// The results of lt_.Tensor as meta tensors.
+at::Tensor& shape_lt__Tensor(at::Tensor& self, const at::Tensor& other) {
+  return at::meta::lt_(self, other);
 }
 
 // The results of max.dim as meta tensors.
@@ -163,6 +189,11 @@ at::Tensor shape_mul_Tensor(const at::Tensor& self, const at::Tensor& other) {
   return at::meta::mul(self, other);
 }
 
+// The results of mul_.Tensor as meta tensors.
+at::Tensor& shape_mul__Tensor(at::Tensor& self, const at::Tensor& other) {
+  return at::meta::mul_(self, other);
+}
+
 // The results of ne.Scalar as meta tensors.
 at::Tensor shape_ne_Scalar(const at::Tensor& self, const at::Scalar& other) {
   return at::meta::ne(self, other);
@@ -173,9 +204,24 @@ at::Tensor shape_ne_Tensor(const at::Tensor& self, const at::Tensor& other) {
   return at::meta::ne(self, other);
 }
 
+// The results of ne_.Scalar as meta tensors.
+at::Tensor& shape_ne__Scalar(at::Tensor& self, const at::Scalar& other) {
+  return at::meta::ne_(self, other);
+}
+
+// The results of ne_.Tensor as meta tensors.
+at::Tensor& shape_ne__Tensor(at::Tensor& self, const at::Tensor& other) {
+  return at::meta::ne_(self, other);
+}
+
 // The results of neg as meta tensors.
 at::Tensor shape_neg(const at::Tensor& self) {
   return at::meta::neg(self);
+}
+
+// The results of neg_ as meta tensors.
+at::Tensor& shape_neg_(at::Tensor& self) {
+  return at::meta::neg_(self);
 }
 
 // The results of nll_loss_backward as meta tensors.
@@ -198,6 +244,16 @@ at::Tensor shape_pow_Tensor_Tensor(const at::Tensor& self, const at::Tensor& exp
   return at::meta::pow(self, exponent);
 }
 
+// The results of pow_.Scalar as meta tensors.
+at::Tensor& shape_pow__Scalar(at::Tensor& self, const at::Scalar& exponent) {
+  return at::meta::pow_(self, exponent);
+}
+
+// The results of pow_.Tensor as meta tensors.
+at::Tensor& shape_pow__Tensor(at::Tensor& self, const at::Tensor& exponent) {
+  return at::meta::pow_(self, exponent);
+}
+
 // The results of prod.dim_int as meta tensors.
 at::Tensor shape_prod_dim_int(const at::Tensor& self, int64_t dim, bool keepdim, ::std::optional<at::ScalarType> dtype) {
   return at::meta::prod(self, dim, keepdim, dtype);
@@ -208,9 +264,19 @@ at::Tensor shape_reciprocal(const at::Tensor& self) {
   return at::meta::reciprocal(self);
 }
 
+// The results of reciprocal_ as meta tensors.
+at::Tensor& shape_reciprocal_(at::Tensor& self) {
+  return at::meta::reciprocal_(self);
+}
+
 // The results of remainder.Tensor as meta tensors.
 at::Tensor shape_remainder_Tensor(const at::Tensor& self, const at::Tensor& other) {
   return at::meta::remainder(self, other);
+}
+
+// The results of remainder_.Tensor as meta tensors.
+at::Tensor& shape_remainder__Tensor(at::Tensor& self, const at::Tensor& other) {
+  return at::meta::remainder_(self, other);
 }
 
 // The results of round as meta tensors.
@@ -218,14 +284,29 @@ at::Tensor shape_round(const at::Tensor& self) {
   return at::meta::round(self);
 }
 
+// The results of round_ as meta tensors.
+at::Tensor& shape_round_(at::Tensor& self) {
+  return at::meta::round_(self);
+}
+
 // The results of rsqrt as meta tensors.
 at::Tensor shape_rsqrt(const at::Tensor& self) {
   return at::meta::rsqrt(self);
 }
 
+// The results of rsqrt_ as meta tensors.
+at::Tensor& shape_rsqrt_(at::Tensor& self) {
+  return at::meta::rsqrt_(self);
+}
+
 // The results of sigmoid as meta tensors.
 at::Tensor shape_sigmoid(const at::Tensor& self) {
   return at::meta::sigmoid(self);
+}
+
+// The results of sigmoid_ as meta tensors.
+at::Tensor& shape_sigmoid_(at::Tensor& self) {
+  return at::meta::sigmoid_(self);
 }
 
 // The results of sigmoid_backward as meta tensors.
@@ -238,14 +319,29 @@ at::Tensor shape_sign(const at::Tensor& self) {
   return at::meta::sign(self);
 }
 
+// The results of sign_ as meta tensors.
+at::Tensor& shape_sign_(at::Tensor& self) {
+  return at::meta::sign_(self);
+}
+
 // The results of sqrt as meta tensors.
 at::Tensor shape_sqrt(const at::Tensor& self) {
   return at::meta::sqrt(self);
 }
 
+// The results of sqrt_ as meta tensors.
+at::Tensor& shape_sqrt_(at::Tensor& self) {
+  return at::meta::sqrt_(self);
+}
+
 // The results of sub.Tensor as meta tensors.
 at::Tensor shape_sub_Tensor(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   return at::meta::sub(self, other, alpha);
+}
+
+// The results of sub_.Tensor as meta tensors.
+at::Tensor& shape_sub__Tensor(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  return at::meta::sub_(self, other, alpha);
 }
 
 // The results of sum.dim_IntList as meta tensors.
@@ -261,13 +357,13 @@ at::Tensor shape_tanh(const at::Tensor& self) {
 }  // namespace
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("lerp_.Scalar", emulate::kernel<at::_ops::lerp__Scalar>());
+  m.impl("lerp_.Scalar", emulate::kernel<at::_ops::lerp__Scalar, &shape_lerp__Scalar>());
   m.impl("log", emulate::kernel<at::_ops::log, &shape_log>());
   m.impl("log.out", emulate::kernel<at::_ops::log_out>());
   m.impl("log1p", emulate::kernel<at::_ops::log1p, &shape_log1p>());
   m.impl("log1p.out", emulate::kernel<at::_ops::log1p_out>());
-  m.impl("log1p_", emulate::kernel<at::_ops::log1p_>());
-  m.impl("log_", emulate::kernel<at::_ops::log_>());
+  m.impl("log1p_", emulate::kernel<at::_ops::log1p_, &shape_log1p_>());
+  m.impl("log_", emulate::kernel<at::_ops::log_, &shape_log_>());
   m.impl("logical_and", emulate::kernel<at::_ops::logical_and>());
   m.impl("logical_and.out", emulate::kernel<at::_ops::logical_and_out>());
   m.impl("logical_and_", emulate::kernel<at::_ops::logical_and_>());
@@ -278,8 +374,8 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("lt.Scalar_out", emulate::kernel<at::_ops::lt_Scalar_out>());
   m.impl("lt.Tensor", emulate::kernel<at::_ops::lt_Tensor, &shape_lt_Tensor>());
   m.impl("lt.Tensor_out", emulate::kernel<at::_ops::lt_Tensor_out>());
-  m.impl("lt_.Scalar", emulate::kernel<at::_ops::lt__Scalar>());
-  m.impl("lt_.Tensor", emulate::kernel<at::_ops::lt__Tensor>());
+  m.impl("lt_.Scalar", emulate::kernel<at::_ops::lt__Scalar, &shape_lt__Scalar>());
+  m.impl("lt_.Tensor", emulate::kernel<at::_ops::lt__Tensor, &shape_lt__Tensor>());
   m.impl("masked_fill.Scalar", emulate::kernel<at::_ops::masked_fill_Scalar>());
   m.impl("masked_fill.Tensor", emulate::kernel<at::_ops::masked_fill_Tensor>());
   m.impl("masked_fill_.Scalar", emulate::kernel<at::_ops::masked_fill__Scalar>());
@@ -312,7 +408,7 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mse_loss_backward.grad_input", emulate::kernel<at::_ops::mse_loss_backward_grad_input>());
   m.impl("mul.Tensor", emulate::kernel<at::_ops::mul_Tensor, &shape_mul_Tensor>());
   m.impl("mul.out", emulate::kernel<at::_ops::mul_out>());
-  m.impl("mul_.Tensor", emulate::kernel<at::_ops::mul__Tensor>());
+  m.impl("mul_.Tensor", emulate::kernel<at::_ops::mul__Tensor, &shape_mul__Tensor>());
   m.impl("mv", emulate::kernel<at::_ops::mv>());
   m.impl("mv.out", emulate::kernel<at::_ops::mv_out>());
   m.impl("native_group_norm", emulate::kernel<at::_ops::native_group_norm>());
@@ -323,11 +419,11 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("ne.Scalar_out", emulate::kernel<at::_ops::ne_Scalar_out>());
   m.impl("ne.Tensor", emulate::kernel<at::_ops::ne_Tensor, &shape_ne_Tensor>());
   m.impl("ne.Tensor_out", emulate::kernel<at::_ops::ne_Tensor_out>());
-  m.impl("ne_.Scalar", emulate::kernel<at::_ops::ne__Scalar>());
-  m.impl("ne_.Tensor", emulate::kernel<at::_ops::ne__Tensor>());
+  m.impl("ne_.Scalar", emulate::kernel<at::_ops::ne__Scalar, &shape_ne__Scalar>());
+  m.impl("ne_.Tensor", emulate::kernel<at::_ops::ne__Tensor, &shape_ne__Tensor>());
   m.impl("neg", emulate::kernel<at::_ops::neg, &shape_neg>());
   m.impl("neg.out", emulate::kernel<at::_ops::neg_out>());
-  m.impl("neg_", emulate::kernel<at::_ops::neg_>());
+  m.impl("neg_", emulate::kernel<at::_ops::neg_, &shape_neg_>());
   m.impl("nll_loss_backward", emulate::kernel<at::_ops::nll_loss_backward, &shape_nll_loss_backward>());
   m.impl("nll_loss_backward.grad_input", emulate::kernel<at::_ops::nll_loss_backward_grad_input>());
   m.impl("nll_loss_forward", emulate::kernel<at::_ops::nll_loss_forward, &shape_nll_loss_forward>());
@@ -340,8 +436,8 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("pow.Tensor_Scalar_out", emulate::kernel<at::_ops::pow_Tensor_Scalar_out>());
   m.impl("pow.Tensor_Tensor", emulate::kernel<at::_ops::pow_Tensor_Tensor, &shape_pow_Tensor_Tensor>());
   m.impl("pow.Tensor_Tensor_out", emulate::kernel<at::_ops::pow_Tensor_Tensor_out>());
-  m.impl("pow_.Scalar", emulate::kernel<at::_ops::pow__Scalar>());
-  m.impl("pow_.Tensor", emulate::kernel<at::_ops::pow__Tensor>());
+  m.impl("pow_.Scalar", emulate::kernel<at::_ops::pow__Scalar, &shape_pow__Scalar>());
+  m.impl("pow_.Tensor", emulate::kernel<at::_ops::pow__Tensor, &shape_pow__Tensor>());
   m.impl("prod.dim_int", emulate::kernel<at::_ops::prod_dim_int, &shape_prod_dim_int>());
   m.impl("prod.int_out", emulate::kernel<at::_ops::prod_int_out>());
   m.impl("random_", emulate::kernel<at::_ops::random_>());
@@ -349,34 +445,34 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("random_.to", emulate::kernel<at::_ops::random__to>());
   m.impl("reciprocal", emulate::kernel<at::_ops::reciprocal, &shape_reciprocal>());
   m.impl("reciprocal.out", emulate::kernel<at::_ops::reciprocal_out>());
-  m.impl("reciprocal_", emulate::kernel<at::_ops::reciprocal_>());
+  m.impl("reciprocal_", emulate::kernel<at::_ops::reciprocal_, &shape_reciprocal_>());
   m.impl("remainder.Tensor", emulate::kernel<at::_ops::remainder_Tensor, &shape_remainder_Tensor>());
   m.impl("remainder.Tensor_out", emulate::kernel<at::_ops::remainder_Tensor_out>());
-  m.impl("remainder_.Tensor", emulate::kernel<at::_ops::remainder__Tensor>());
+  m.impl("remainder_.Tensor", emulate::kernel<at::_ops::remainder__Tensor, &shape_remainder__Tensor>());
   m.impl("round", emulate::kernel<at::_ops::round, &shape_round>());
   m.impl("round.out", emulate::kernel<at::_ops::round_out>());
-  m.impl("round_", emulate::kernel<at::_ops::round_>());
+  m.impl("round_", emulate::kernel<at::_ops::round_, &shape_round_>());
   m.impl("rsqrt", emulate::kernel<at::_ops::rsqrt, &shape_rsqrt>());
   m.impl("rsqrt.out", emulate::kernel<at::_ops::rsqrt_out>());
-  m.impl("rsqrt_", emulate::kernel<at::_ops::rsqrt_>());
+  m.impl("rsqrt_", emulate::kernel<at::_ops::rsqrt_, &shape_rsqrt_>());
   m.impl("sigmoid", emulate::kernel<at::_ops::sigmoid, &shape_sigmoid>());
   m.impl("sigmoid.out", emulate::kernel<at::_ops::sigmoid_out>());
-  m.impl("sigmoid_", emulate::kernel<at::_ops::sigmoid_>());
+  m.impl("sigmoid_", emulate::kernel<at::_ops::sigmoid_, &shape_sigmoid_>());
   m.impl("sigmoid_backward", emulate::kernel<at::_ops::sigmoid_backward, &shape_sigmoid_backward>());
   m.impl("sigmoid_backward.grad_input", emulate::kernel<at::_ops::sigmoid_backward_grad_input>());
   m.impl("sign", emulate::kernel<at::_ops::sign, &shape_sign>());
   m.impl("sign.out", emulate::kernel<at::_ops::sign_out>());
-  m.impl("sign_", emulate::kernel<at::_ops::sign_>());
+  m.impl("sign_", emulate::kernel<at::_ops::sign_, &shape_sign_>());
   m.impl("sort", emulate::kernel<at::_ops::sort>());
   m.impl("sort.values", emulate::kernel<at::_ops::sort_values>());
   m.impl("sqrt", emulate::kernel<at::_ops::sqrt, &shape_sqrt>());
   m.impl("sqrt.out", emulate::kernel<at::_ops::sqrt_out>());
-  m.impl("sqrt_", emulate::kernel<at::_ops::sqrt_>());
+  m.impl("sqrt_", emulate::kernel<at::_ops::sqrt_, &shape_sqrt_>());
   m.impl("std.correction", emulate::kernel<at::_ops::std_correction>());
   m.impl("std.correction_out", emulate::kernel<at::_ops::std_correction_out>());
   m.impl("sub.Tensor", emulate::kernel<at::_ops::sub_Tensor, &shape_sub_Tensor>());
   m.impl("sub.out", emulate::kernel<at::_ops::sub_out>());
-  m.impl("sub_.Tensor", emulate::kernel<at::_ops::sub__Tensor>());
+  m.impl("sub_.Tensor", emulate::kernel<at::_ops::sub__Tensor, &shape_sub__Tensor>());
   m.impl("sum.IntList_out", emulate::kernel<at::_ops::sum_IntList_out>());
   m.impl("sum.dim_IntList", emulate::kernel<at::_ops::sum_dim_IntList, &shape_sum_dim_IntList>());
   m.impl("tanh", emulate::kernel<at::_ops::tanh, &shape_tanh>());

@@ -13,6 +13,7 @@
 // kind emulate becomes kernel.
 #include <ATen/ops/tanh_backward_meta_dispatch.h>
 #include <ATen/ops/tanh_backward_ops.h>
+#include <ATen/ops/tanh_meta_dispatch.h>
 #include <ATen/ops/tanh_ops.h>
 #include <ATen/ops/threshold_backward_meta_dispatch.h>
 #include <ATen/ops/threshold_backward_ops.h>
@@ -27,6 +28,11 @@
 namespace accel::emulated {
 
 namespace {
+
+// The results of tanh_ as meta tensors.
+at::Tensor& shape_tanh_(at::Tensor& self) {
+  return at::meta::tanh_(self);
+}
 
 // The results of tanh_backward as meta tensors.
 at::Tensor shape_tanh_backward(const at::Tensor& grad_output, const at::Tensor& output) {
@@ -46,7 +52,7 @@ at::Tensor shape_threshold_backward(const at::Tensor& grad_output, const at::Ten
 }  // namespace
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("tanh_", emulate::kernel<at::_ops::tanh_>());
+  m.impl("tanh_", emulate::kernel<at::_ops::tanh_, &shape_tanh_>());
   m.impl("tanh_backward", emulate::kernel<at::_ops::tanh_backward, &shape_tanh_backward>());
   m.impl("tanh_backward.grad_input", emulate::kernel<at::_ops::tanh_backward_grad_input>());
   m.impl("threshold_backward", emulate::kernel<at::_ops::threshold_backward, &shape_threshold_backward>());

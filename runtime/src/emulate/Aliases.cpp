@@ -214,6 +214,7 @@ at::Tensor AliasSet::alias(const at::Tensor& device, bool written,
   }
   c10::StorageImpl* impl = device.storage().unsafeGetStorageImpl();
   checkInBounds(device);
+  bytes_ += device.nbytes();
   c10::Storage host_storage;
   for (const auto& [known, host] : storages_) {
     if (known == impl) {

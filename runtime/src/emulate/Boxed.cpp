@@ -225,6 +225,20 @@ class StackCall final : public Call {
     }
   }
 
+  void takeArguments(c10::ArrayRef<int> returned) override {
+    torch::jit::Stack results;
+    for (const int index : returned) {
+      results.push_back(stack_[base_ + static_cast<std::size_t>(index)]);
+    }
+    torch::jit::drop(stack_, rule_.kinds.size());
+    stack_.insert(stack_.end(), std::make_move_iterator(results.begin()),
+                  std::make_move_iterator(results.end()));
+  }
+
+  void hostStack(torch::jit::Stack& stack) override {
+    stack.insert(stack.end(), host_.begin(), host_.end());
+  }
+
  private:
   c10::ArrayRef<c10::IValue> args() const {
     return c10::ArrayRef<c10::IValue>(stack_).slice(base_);

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <c10/core/DefaultDtype.h>
 #include <c10/core/DeviceGuard.h>
 
@@ -71,6 +72,40 @@ bool shapesOf(Rule& rule, Call& call, ShapeCache::Results& shapes) {
   return true;
 }
 
+// Whether the call may be queued (Note [Queued operators]): not a random
+// operator, whose generator is swapped for the call.
+bool queueable(const Rule& rule) {
+  return !rule.random_without_generator && !rule.has_generator &&
+         queueingAllowed();
+}
+
+// The CPU kernel of `op` on the call's host aliases, owning them, for a
+// queue; the written aliases must keep their geometry.
+std::unique_ptr<QueuedKernel> queuedKernel(const c10::OperatorHandle& op,
+                                           Call& call,
+                                           const AliasSet& aliases) {
+  auto kernel = std::make_unique<QueuedKernel>(op);
+  call.hostStack(kernel->stack);
+  aliases.forEachWritten([&](const at::Tensor& host, const void* data) {
+    kernel->written.push_back({host, data,
+                               c10::SmallVector<int64_t, 5>(host.sizes()),
+                               c10::SmallVector<int64_t, 5>(host.strides())});
+  });
+  return kernel;
+}
+
+// Runs `fn` at once on an idle stream when the work is small or may not be
+// queued; false when it did not run it.
+bool launchIfSmall(const AliasSet& aliases, bool may_queue,
+                   c10::function_ref<void()> fn, bool fresh_results,
+                   bool& resized) {
+  if (may_queue && aliases.bytes() > kInlineBytes) {
+    return false;
+  }
+  return launchIfIdle(aliases.device(), aliases.buffers(), fn, fresh_results,
+                      resized);
+}
+
 // Rule 1: through the out= overload into results allocated on the device;
 // false when the out= kernel resized one (rule 2).
 bool runThroughOut(Rule& rule, Call& call, const ShapeCache::Results& shapes) {
@@ -86,26 +121,81 @@ bool runThroughOut(Rule& rule, Call& call, const ShapeCache::Results& shapes) {
     outs.push_back(aliases.alias(r, /*written=*/true, /*borrowed=*/true));
   }
   aliases.setDeviceIfUnset(guard.current_device().index());
-  bool resized = launchAndWait(
-      aliases.device(), aliases.buffers(), [&] { call.runCpuOut(outs); },
-      /*fresh_results=*/true);
+  // Queued once the out= kernel is known to keep the meta shapes.
+  const bool may_queue =
+      queueable(rule) && rule.out_proven.load(std::memory_order_relaxed);
+  const auto fn = [&] { call.runCpuOut(outs); };
+  bool resized = false;
+  if (!launchIfSmall(aliases, may_queue, fn, /*fresh_results=*/true, resized)) {
+    if (may_queue) {
+      auto kernel = queuedKernel(*rule.out, call, aliases);
+      for (const at::Tensor& out : outs) {
+        kernel->stack.emplace_back(out);
+      }
+      launchQueued(aliases.device(), aliases.buffers(), std::move(kernel));
+      call.takeResults(results);
+      return true;
+    }
+    resized = launchAndWait(aliases.device(), aliases.buffers(), fn,
+                            /*fresh_results=*/true);
+  }
   resized = aliases.reconcileWritten() || resized;
   if (resized) {
     rule.via_out.store(false, std::memory_order_relaxed);
     return false;
   }
+  rule.out_proven.store(true, std::memory_order_relaxed);
   call.takeResults(results);
   return true;
 }
 
+// Rule 3, queued (Note [Queued operators]): an in-place operator whose
+// shape function accepts the arguments and keeps the geometry of the ones
+// it writes; false, with nothing queued, otherwise.
+bool queueInPlace(Rule& rule, Call& call, AliasSet& aliases) {
+  ShapeCache::Results shapes;
+  if (!shapesOf(rule, call, shapes)) {
+    return false;
+  }
+  auto kernel = queuedKernel(rule.op, call, aliases);
+  if (shapes.size() != kernel->written.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const QueuedKernel::Written& w = kernel->written[i];
+    if (shapes[i].sizes != w.sizes || shapes[i].strides != w.strides ||
+        shapes[i].dtype != w.host.scalar_type()) {
+      return false;
+    }
+  }
+  launchQueued(aliases.device(), aliases.buffers(), std::move(kernel));
+  call.takeArguments(rule.returned_argument);
+  return true;
+}
+
 // Rule 3: the CPU kernel on host aliases.
-void runDirect(Call& call) {
+void runDirect(Rule& rule, Call& call) {
   AliasSet aliases;
   call.alias(aliases);
   aliases.setDeviceIfUnset(currentDevice());
-  launchAndWait(
-      aliases.device(), aliases.buffers(), [&] { call.runCpu(); },
-      /*fresh_results=*/false);
+  const auto fn = [&] { call.runCpu(); };
+  if (rule.results == Rule::Results::kViews) {
+    // A view reads no data: it needs no place in the stream's order.
+    const at::AutoDispatchBelowADInplaceOrView below_autograd;
+    fn();
+  } else {
+    const bool may_queue = queueable(rule) && rule.has_shape_function &&
+                           rule.results == Rule::Results::kArguments;
+    bool resized = false;
+    if (!launchIfSmall(aliases, may_queue, fn, /*fresh_results=*/false,
+                       resized)) {
+      if (may_queue && queueInPlace(rule, call, aliases)) {
+        return;
+      }
+      launchAndWait(aliases.device(), aliases.buffers(), fn,
+                    /*fresh_results=*/false);
+    }
+  }
   aliases.reconcileWritten();
   call.mapResults(aliases);
   aliases.launchCopies();
@@ -114,6 +204,7 @@ void runDirect(Call& call) {
 }  // namespace
 
 void run(Rule& rule, Call& call) {
+  raiseDeferredWarnings();
   // Note [Device misuse]: before a shape computation, which would report
   // meta tensors.
   if (!rule.allows_cpu_tensors) {
@@ -129,7 +220,7 @@ void run(Rule& rule, Call& call) {
       return;
     }
   }
-  runDirect(call);
+  runDirect(rule, call);
 }
 
 void collectShapes(const at::Tensor& meta, ShapeCache::Results& out) {

@@ -5,13 +5,16 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/boxing/KernelFunction.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/ArrayRef.h>
 #include <c10/util/FunctionRef.h>
+#include <c10/util/SmallVector.h>
 
 #include "accgen/runtime/Emulate.h"
 
@@ -50,6 +53,12 @@ class Call {
   virtual void mapResults(AliasSet& aliases) = 0;
   /// `results`, computed through the out= overload, are the results.
   virtual void takeResults(c10::ArrayRef<at::Tensor> results) = 0;
+  /// The arguments the results are (Rule::returned_argument) are the
+  /// results, before the kernel ran.
+  virtual void takeArguments(c10::ArrayRef<int> returned) = 0;
+  /// After alias(): the arguments as the CPU kernel takes them, boxed onto
+  /// `stack`, which then owns them (for a kernel queued on the device).
+  virtual void hostStack(torch::jit::Stack& stack) = 0;
 
  protected:
   Call() = default;
@@ -72,6 +81,16 @@ struct Rule {
   std::vector<ArgKind> kinds;
   std::vector<bool> written;
   bool has_generator = false;
+  // What the operator's results are.
+  enum class Results : uint8_t {
+    kNewTensors,  // new tensors only (Tensor, or a tuple of them)
+    kArguments,   // written arguments only (in-place, out=), or nothing
+    kViews,       // views of arguments only
+    kOther,       // anything else: lists, scalars, mixtures
+  };
+  Results results = Results::kOther;
+  // kArguments: the argument index of each result.
+  std::vector<int> returned_argument;
   // Copies between devices and tensor_split take CPU tensors by design.
   bool allows_cpu_tensors = false;
   // A random operator that draws from the default generator.
@@ -86,6 +105,9 @@ struct Rule {
   std::optional<c10::KernelFunction> shape;
   // Cleared for good when the out= kernel resized a result it was given.
   std::atomic<bool> via_out{false};
+  // Set once the out= kernel ran without resizing a result: from then on
+  // it may be queued (Note [Queued operators]).
+  std::atomic<bool> out_proven{false};
   ShapeCache shapes;
   // Calls through the emulate fallback (fallbackCalls()).
   std::atomic<int64_t> fallback_calls{0};
@@ -97,6 +119,48 @@ struct Rule {
 /// that it resized one is dropped. Returns whether it resized one.
 bool launchAndWait(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
                    c10::function_ref<void()> fn, bool fresh_results);
+
+/// Runs `fn` on this thread at once, as launchAndWait would, if the stream
+/// is idle (accLaunchIfIdle) and the process is not exiting; false, with
+/// nothing run, otherwise. `resized` as launchAndWait returns it.
+bool launchIfIdle(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
+                  c10::function_ref<void()> fn, bool fresh_results,
+                  bool& resized);
+
+/// One operator's CPU kernel queued on a stream (Note [Queued operators]):
+/// it owns what it runs on.
+struct QueuedKernel {
+  explicit QueuedKernel(c10::OperatorHandle handle) : op(std::move(handle)) {}
+  /// The overload to run (the operator, or its out= overload) and its
+  /// arguments, host aliases in place of device tensors.
+  c10::OperatorHandle op;
+  torch::jit::Stack stack;
+  /// Host aliases the kernel writes in place: it must keep their geometry
+  /// and bytes (an out= kernel that resized one would leave the device
+  /// tensor behind).
+  struct Written {
+    at::Tensor host;
+    const void* data;
+    c10::SmallVector<int64_t, 5> sizes;
+    c10::SmallVector<int64_t, 5> strides;
+  };
+  c10::SmallVector<Written, 2> written;
+};
+
+/// Queues `kernel` on the current stream of `device` with access to
+/// `buffers`; returns at once. An error it raises surfaces at the stream's
+/// next synchronization, with its message (Note [Queued operators]).
+void launchQueued(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
+                  std::unique_ptr<QueuedKernel> kernel);
+
+/// Whether operators may be queued: false under ACCGEN_LAUNCH_BLOCKING=1.
+bool queueingAllowed();
+
+/// Raises on this thread the warnings of queued kernels that ran since.
+void raiseDeferredWarnings();
+
+/// Work of at most this many bytes on an idle stream runs at once.
+inline constexpr std::size_t kInlineBytes = std::size_t{1} << 20;
 
 /// A device tensor of this geometry straight from the device allocator, on
 /// the current device (Aliases.cpp).

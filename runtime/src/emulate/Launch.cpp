@@ -2,14 +2,19 @@
 // exceptions of the CPU code it runs, and the process's exit.
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <exception>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <ATen/ThreadLocalState.h>
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <c10/util/Exception.h>
 
+#include "../Internal.h"
 #include "Engine.h"
 #include "accgen/runtime/Driver.h"
 
@@ -97,6 +102,78 @@ void parkIfExiting() noexcept {
   }
 }
 
+// Note [Queued operators]
+// Device work does not make the host wait, as on CUDA. An emulated
+// operator whose results are known before its kernel runs is queued on its
+// stream, and the host goes on: the results are then new tensors allocated
+// ahead (rule 1 of Note [How an emulated operator runs], once its out=
+// kernel ran without resizing a result; or from the Meta kernel's shapes,
+// into which the CPU kernel's results are copied), or the written
+// arguments themselves (in-place and out= forms, and operators without
+// results). Before it is queued the operator's checks run on the host: the
+// shape function, or the Meta kernel on meta tensors of the arguments, so
+// an error in the arguments raises at the call as on CUDA; an operator
+// whose Meta kernel raises or is missing, or whose out= arguments the Meta
+// kernel resizes, runs as before (the host waits). Small work (at most
+// kInlineBytes of tensors) on an idle stream runs at once on the calling
+// thread, as before: most calls of a small model, which cost no hand-off.
+// Everything else waits for the stream: random operators (the default
+// generator is swapped for the call), views (which read no data run on the
+// host without waiting), and operators whose result shapes only the CPU
+// kernel knows (like nonzero on CUDA).
+// A queued kernel owns its host aliases and boxed arguments, and runs with
+// the thread-local state of its caller (grad mode, dispatch keys). An error
+// it raises, data-dependent like CUDA's device-side asserts (an index out
+// of range), becomes the stream's sticky error; its message is kept and
+// raised at the stream's next synchronization (synchronize, a copy to the
+// host, item(), the next operator that waits) as a RuntimeError. Its
+// warnings are raised at the next operator the host runs.
+// ACCGEN_LAUNCH_BLOCKING=1 makes every operator wait, as
+// CUDA_LAUNCH_BLOCKING=1 does: an error then raises at its own call.
+
+std::mutex g_deferred_mutex;
+std::vector<std::string> g_deferred_errors;
+std::vector<c10::Warning> g_deferred_warnings;
+std::atomic<bool> g_has_deferred_warnings{false};
+
+void deferWarnings(std::vector<c10::Warning>& warnings) {
+  if (warnings.empty()) {
+    return;
+  }
+  const std::lock_guard<std::mutex> lock(g_deferred_mutex);
+  for (c10::Warning& w : warnings) {
+    g_deferred_warnings.push_back(std::move(w));
+  }
+  g_has_deferred_warnings.store(true, std::memory_order_release);
+}
+
+accError_t runQueued(detail::QueuedKernel& kernel) {
+  WarningCollector warnings;
+  {
+    const c10::WarningUtils::WarningHandlerGuard warning_guard(&warnings);
+    try {
+      at::AutoDispatchBelowADInplaceOrView below_autograd;
+      kernel.op.redispatchBoxed(detail::kCpuKeySet, &kernel.stack);
+      for (const auto& w : kernel.written) {
+        TORCH_CHECK(w.host.storage().data() == w.data &&
+                        w.host.sizes() == c10::IntArrayRef(w.sizes) &&
+                        w.host.strides() == c10::IntArrayRef(w.strides),
+                    "the CPU kernel resized an argument it writes; run with "
+                    "ACCGEN_LAUNCH_BLOCKING=1 to see where");
+      }
+    } catch (const std::exception& e) {
+      const c10::Error* error = dynamic_cast<const c10::Error*>(&e);
+      const std::lock_guard<std::mutex> lock(g_deferred_mutex);
+      g_deferred_errors.push_back(c10::str(
+          kernel.op.schema().name(), ": ",
+          error != nullptr ? error->what_without_backtrace() : e.what()));
+      return accErrorLaunchFailure;
+    }
+  }
+  deferWarnings(warnings.warnings);
+  return accSuccess;
+}
+
 // After a launch ran: raises its warnings again on this thread and rethrows
 // its exception.
 void finishLaunch(const Launch& launch) {
@@ -127,7 +204,92 @@ bool launchAndWait(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
   return launch.warnings.resized;
 }
 
+bool launchIfIdle(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
+                  c10::function_ref<void()> fn, bool fresh_results,
+                  bool& resized) {
+  if (C10_UNLIKELY(g_exiting.load(std::memory_order_acquire))) {
+    return false;
+  }
+  noteDeviceThread();
+  Launch launch{fn, nullptr, {}, false};
+  launch.warnings.fresh_results = fresh_results;
+  const accError_t launched =
+      accLaunchKernelEx(currentNativeStream(device), &runLaunch, &launch,
+                        buffers.data(), buffers.size(), accLaunchIfIdle);
+  if (!launch.ran && launched == accErrorNotReady) {
+    return false;
+  }
+  ACCGEN_CHECK(launched);
+  finishLaunch(launch);
+  resized = launch.warnings.resized;
+  return true;
+}
+
+void launchQueued(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
+                  std::unique_ptr<QueuedKernel> kernel) {
+  parkIfExiting();
+  noteDeviceThread();
+  // The caller's thread-local state (grad mode, dispatch keys, the
+  // profiler) travels with the kernel to the stream's worker.
+  struct Owned {
+    std::unique_ptr<QueuedKernel> kernel;
+    at::ThreadLocalState state;
+  };
+  auto owned = std::make_unique<Owned>(Owned{std::move(kernel), {}});
+  ACCGEN_CHECK(accLaunchKernel(
+      currentNativeStream(device),
+      [](void* data) {
+        const std::unique_ptr<Owned> run(static_cast<Owned*>(data));
+        const at::ThreadLocalStateGuard state(run->state);
+        return runQueued(*run->kernel);
+      },
+      owned.get(), buffers.data(), buffers.size()));
+  (void)owned.release();  // the queued kernel owns it now
+}
+
+bool queueingAllowed() {
+  static const bool allowed = [] {
+    const char* blocking = std::getenv("ACCGEN_LAUNCH_BLOCKING");
+    return blocking == nullptr || std::string(blocking) != "1";
+  }();
+  return allowed;
+}
+
+void raiseDeferredWarnings() {
+  if (C10_LIKELY(!g_has_deferred_warnings.load(std::memory_order_acquire))) {
+    return;
+  }
+  std::vector<c10::Warning> warnings;
+  {
+    const std::lock_guard<std::mutex> lock(g_deferred_mutex);
+    warnings.swap(g_deferred_warnings);
+    g_has_deferred_warnings.store(false, std::memory_order_release);
+  }
+  for (const c10::Warning& warning : warnings) {
+    c10::warn(warning);
+  }
+}
+
 }  // namespace detail
+}  // namespace accgen::runtime::emulate
+
+namespace accgen::runtime::detail {
+
+std::string takeDeferredErrors() {
+  using emulate::g_deferred_errors;
+  using emulate::g_deferred_mutex;
+  const std::lock_guard<std::mutex> lock(g_deferred_mutex);
+  std::string messages;
+  for (const std::string& m : g_deferred_errors) {
+    messages += c10::str("\n  ", m);
+  }
+  g_deferred_errors.clear();
+  return messages;
+}
+
+}  // namespace accgen::runtime::detail
+
+namespace accgen::runtime::emulate {
 
 void parkIfExitingThread() noexcept {
   parkIfExiting();
@@ -150,21 +312,10 @@ bool runOnDeviceIfIdle(c10::DeviceIndex device,
                        c10::ArrayRef<const void*> buffers,
                        c10::function_ref<void()> fn) {
   // An exiting process parks other threads in runOnDevice, which needs the
-  // caller's lock released first.
-  if (C10_UNLIKELY(g_exiting.load(std::memory_order_acquire))) {
-    return false;
-  }
-  noteDeviceThread();
-  Launch launch{fn, nullptr, {}, false};
-  const accError_t launched =
-      accLaunchKernelEx(currentNativeStream(device), &runLaunch, &launch,
-                        buffers.data(), buffers.size(), accLaunchIfIdle);
-  if (!launch.ran && launched == accErrorNotReady) {
-    return false;
-  }
-  ACCGEN_CHECK(launched);
-  finishLaunch(launch);
-  return true;
+  // caller's lock released first: launchIfIdle declines then.
+  bool resized = false;
+  return detail::launchIfIdle(device, buffers, fn, /*fresh_results=*/false,
+                              resized);
 }
 
 }  // namespace accgen::runtime::emulate

@@ -140,6 +140,52 @@ std::optional<c10::OperatorHandle> outOverloadFor(
   return std::nullopt;
 }
 
+// The argument a returned Tensor(a!) is: the written argument of its alias
+// set, or -1.
+int writtenArgumentFor(const c10::FunctionSchema& schema,
+                       const c10::Argument& result) {
+  const c10::AliasInfo* info = result.alias_info();
+  if (info == nullptr || !info->isWrite() ||
+      result.real_type()->kind() != c10::TypeKind::TensorType) {
+    return -1;
+  }
+  for (std::size_t i = 0; i < schema.arguments().size(); ++i) {
+    const c10::Argument& arg = schema.arguments()[i];
+    if (arg.alias_info() != nullptr && arg.alias_info()->isWrite() &&
+        arg.real_type()->kind() == c10::TypeKind::TensorType &&
+        arg.alias_info()->beforeSets() == info->beforeSets()) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+// What the results of an operator are (Rule::Results).
+Rule::Results resultsOf(const c10::FunctionSchema& schema, bool dynamic) {
+  const auto& returns = schema.returns();
+  const auto view = [](const c10::Argument& r) {
+    return r.alias_info() != nullptr && !r.alias_info()->isWrite();
+  };
+  if (!returns.empty() && !schema.is_mutable() &&
+      std::all_of(returns.begin(), returns.end(), view)) {
+    return Rule::Results::kViews;
+  }
+  if (!returns.empty() && !schema.is_mutable() && !dynamic &&
+      std::all_of(returns.begin(), returns.end(), [](const auto& r) {
+        return r.alias_info() == nullptr &&
+               r.real_type()->kind() == c10::TypeKind::TensorType;
+      })) {
+    return Rule::Results::kNewTensors;
+  }
+  if (schema.is_mutable() &&
+      std::all_of(returns.begin(), returns.end(), [&](const auto& r) {
+        return writtenArgumentFor(schema, r) >= 0;
+      })) {
+    return Rule::Results::kArguments;
+  }
+  return Rule::Results::kOther;
+}
+
 }  // namespace
 
 // Note [How an emulated operator runs]
@@ -172,6 +218,9 @@ std::optional<c10::OperatorHandle> outOverloadFor(
 //     device tensors: in-place and out= forms write the device memory, view
 //     forms return views of it, and new results are copied to the device
 //     once.
+// Whether the host waits for the kernel is Note [Queued operators] in
+// Launch.cpp: an in-place form's shape function (at::meta::add_) checks its
+// arguments before it is queued.
 // A random operator without a generator argument draws from the device's
 // default generator (Note [Device generators on CPU kernels]), and the
 // operators that take CPU tensors by design (copies, tensor_split) skip the
@@ -188,6 +237,12 @@ Rule::Rule(const c10::OperatorHandle& handle, bool has_shape)
   allows_cpu_tensors = allowsCpuTensors(schema);
   random_without_generator =
       !has_generator && op.hasTag(at::Tag::nondeterministic_seeded);
+  results = resultsOf(schema, op.hasTag(at::Tag::dynamic_output_shape));
+  if (results == Results::kArguments) {
+    for (const auto& r : schema.returns()) {
+      returned_argument.push_back(writtenArgumentFor(schema, r));
+    }
+  }
   if (!has_shape || !computableThroughOut(op)) {
     return;
   }

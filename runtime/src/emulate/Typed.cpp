@@ -132,6 +132,14 @@ class TypedCall final : public Call {
     ops_.take_results(results, results_);
   }
 
+  void takeArguments(c10::ArrayRef<int> returned) override {
+    ops_.take_arguments(args_, returned, results_);
+  }
+
+  void hostStack(torch::jit::Stack& stack) override {
+    ops_.box(args_, host_.data(), stack);
+  }
+
  private:
   static at::ITensorListRef listOf(const TypedArg& arg) {
     if (arg.kind == TypedKind::kTensorList) {

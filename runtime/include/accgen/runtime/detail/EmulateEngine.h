@@ -22,6 +22,7 @@
 #include <ATen/core/IListRef.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/boxing/KernelFunction.h>
+#include <ATen/core/boxing/impl/boxing.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 #include <c10/util/ArrayRef.h>
@@ -111,6 +112,19 @@ class AliasSet {
     }
   }
   c10::ArrayRef<const void*> buffers() const { return buffers_; }
+  /// The bytes of the tensors aliased so far.
+  std::size_t bytes() const { return bytes_; }
+  /// Calls `fn` with each written argument's host alias and the device
+  /// bytes it was made over.
+  void forEachWritten(
+      c10::function_ref<void(const at::Tensor& host, const void* data)> fn)
+      const {
+    for (const Entry& e : entries_) {
+      if (e.written) {
+        fn(e.host, e.device_data);
+      }
+    }
+  }
 
  private:
   struct Entry {
@@ -124,6 +138,7 @@ class AliasSet {
   c10::SmallVector<Entry, 4> entries_;
   c10::SmallVector<const void*, 4> buffers_;
   c10::DeviceIndex device_ = -1;
+  std::size_t bytes_ = 0;
   DeviceCopies copies_;
 };
 
@@ -422,6 +437,9 @@ struct TypedOps {
   void (*map_results)(const TypedArg* args, const HostValue* host,
                       std::size_t count, AliasSet& aliases, void* results);
   void (*take_results)(c10::ArrayRef<at::Tensor> results, void* slots);
+  void (*take_arguments)(const TypedArg* args, c10::ArrayRef<int> returned,
+                         void* slots);
+  void (*box)(const TypedArg* args, HostValue* host, torch::jit::Stack& stack);
 };
 
 /// run() over a typed call's arguments (src/emulate/Typed.cpp).
@@ -450,8 +468,9 @@ template <class Op, auto Shape, class R, class... Args>
 struct TypedKernel<Op, Shape, R(Args...)> {
   static R call(Args... args) {
     static Rule& rule = typedRule(handleOf<Op>(), kHasShape<Shape>);
-    static constexpr TypedOps kOps{&shapes, &runCpu, &runCpuOut, &mapResults,
-                                   &takeResults};
+    static constexpr TypedOps kOps{&shapes,     &runCpu,      &runCpuOut,
+                                   &mapResults, &takeResults, &takeArguments,
+                                   &box};
     const std::array<TypedArg, sizeof...(Args)> erased{typedArg(args)...};
     Slots slots;
     runTyped(rule, erased.data(), erased.size(), kOps, &slots);
@@ -481,7 +500,7 @@ struct TypedKernel<Op, Shape, R(Args...)> {
   // Only a rule with a shape function asks for shapes
   // (Note [How an emulated operator runs]).
   static void shapes(const TypedArg* args, ShapeCache::Results& out) {
-    if constexpr (NewTensors<R>::value && kHasShape<Shape>) {
+    if constexpr (kHasShape<Shape> && !std::is_void_v<R>) {
       shapesOf(args, out, Indices{});
     } else {
       TORCH_INTERNAL_ASSERT(false,
@@ -492,7 +511,10 @@ struct TypedKernel<Op, Shape, R(Args...)> {
   template <std::size_t... I>
   static void shapesOf(const TypedArg* args, ShapeCache::Results& out,
                        std::index_sequence<I...> /*indices*/) {
-    collectShapes(Shape(metaValue<Args>(args[I])...), out);
+    // Held, so that an in-place shape function's Tensor& binds to them.
+    std::tuple<std::decay_t<decltype(metaValue<Args>(args[I]))>...> metas(
+        metaValue<Args>(args[I])...);
+    collectShapes(Shape(std::get<I>(metas)...), out);
   }
 
   static void runCpu(const TypedArg* args, HostValue* host, void* slots) {
@@ -547,6 +569,44 @@ struct TypedKernel<Op, Shape, R(Args...)> {
       }
     }
   }
+  static void takeArguments(const TypedArg* args, c10::ArrayRef<int> returned,
+                            void* slots) {
+    if constexpr (!std::is_void_v<R> && !NewTensors<R>::value) {
+      auto& s = *static_cast<Slots*>(slots);
+      if constexpr (kResults == 1) {
+        s.device.emplace(argumentAt(args, returned[0]));
+      } else {
+        s.device.emplace(takeArgumentTuple(
+            args, returned, std::make_index_sequence<kResults>{}));
+      }
+    }
+  }
+  template <std::size_t... I>
+  static R takeArgumentTuple(const TypedArg* args, c10::ArrayRef<int> returned,
+                             std::index_sequence<I...> /*indices*/) {
+    return R(argumentAt(args, returned[I])...);
+  }
+  static at::Tensor& argumentAt(const TypedArg* args, int index) {
+    // The argument is the caller's Tensor& (or const Tensor&) parameter.
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast)
+    return *const_cast<at::Tensor*>(
+        static_cast<const at::Tensor*>(args[index].value));
+  }
+
+  static void box(const TypedArg* args, HostValue* host,
+                  torch::jit::Stack& stack) {
+    boxOf(args, host, stack, Indices{});
+  }
+  template <std::size_t... I>
+  static void boxOf(const TypedArg* args, HostValue* host,
+                    torch::jit::Stack& stack,
+                    std::index_sequence<I...> /*indices*/) {
+    torch::jit::Stack boxed =
+        c10::impl::boxArgs<Args...>(hostValue<Args>(args[I], host[I])...);
+    stack.insert(stack.end(), std::make_move_iterator(boxed.begin()),
+                 std::make_move_iterator(boxed.end()));
+  }
+
   template <std::size_t... I>
   static R takeTuple(c10::ArrayRef<at::Tensor> results,
                      std::index_sequence<I...> /*indices*/) {

@@ -7,9 +7,10 @@
 // csrc/ops/RegisterKernels.cpp, for mul.out, mul_.Tensor. Until you write
 // it, it runs aten's CPU kernel on the device memory (emulate::call), so the
 // backend works from the start. Replace the body with your device's
-// implementation: launch work on the current stream (accgen/runtime/Runtime.h,
-// accLaunchKernel with the allocations it touches, or accLaunchKernelSync
-// when the kernel reads this stack frame) and keep the signature.
+// implementation: queue work on the current stream (launchOwning in
+// accgen/runtime/Driver.h, which owns the launch's arguments until the kernel
+// ran, as kernels/add_out.cpp of accgen's example does; accLaunchKernelSync
+// makes the host wait) and keep the signature.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/mul_ops.h>
 

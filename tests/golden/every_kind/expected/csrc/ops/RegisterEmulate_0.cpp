@@ -25,6 +25,11 @@ at::Tensor shape_add_Tensor(const at::Tensor& self, const at::Tensor& other, con
   return at::meta::add(self, other, alpha);
 }
 
+// The results of add_.Tensor as meta tensors.
+at::Tensor& shape_add__Tensor(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  return at::meta::add_(self, other, alpha);
+}
+
 }  // namespace
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -36,7 +41,7 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_thnn_fused_lstm_cell_backward_impl", TORCH_FN(::accgen::runtime::hooks::thnnFusedLstmCellBackwardImpl));
   m.impl("add.Tensor", emulate::kernel<at::_ops::add_Tensor, &shape_add_Tensor>());
   m.impl("add.out", emulate::kernel<at::_ops::add_out>());
-  m.impl("add_.Tensor", emulate::kernel<at::_ops::add__Tensor>());
+  m.impl("add_.Tensor", emulate::kernel<at::_ops::add__Tensor, &shape_add__Tensor>());
   m.impl("convolution_backward_overrideable", TORCH_FN(::accgen::runtime::hooks::convolutionBackwardOverrideable));
   m.impl("convolution_overrideable", TORCH_FN(::accgen::runtime::hooks::convolutionOverrideable));
   m.impl("sort", emulate::kernel<at::_ops::sort>());

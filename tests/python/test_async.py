@@ -1,0 +1,185 @@
+"""Device work does not make the host wait, as on CUDA (Note [Queued
+operators] in runtime/src/emulate/Launch.cpp, Note [Asynchronous copies] in
+runtime/src/Builtin.cpp).
+
+Each test first holds the current stream with `_sleep` (a kernel that
+occupies it without touching memory), so that what follows is queued behind
+known work: the host must return long before the sleep ends, and the results
+must be right once the stream is synchronized.
+"""
+
+import time
+
+import pytest
+import torch
+
+# The stream is held this long; the host must return well within it.
+HOLD_MS = 400
+HOST_BUDGET_S = HOLD_MS / 1000 / 2
+
+
+def _host_time(mod, fn):
+    """Runs `fn` behind a held stream; returns (its result, host seconds)."""
+    mod._sleep(HOLD_MS)
+    start = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - start
+
+
+@pytest.fixture
+def warm(device, mod):
+    """Runs each operator the tests queue once on an idle stream: an
+    operator computed through its out= overload is queued only once that
+    overload kept the shapes it was given."""
+    x = torch.arange(8.0, device=device)
+    (x + 1).add_(1)
+    (x * 2).sum()
+    torch.mm(x.view(2, 4), x.view(4, 2))
+    torch.gather(x, 0, torch.tensor([0, 1], device=device))
+    torch.softmax(x, 0)
+    mod.synchronize()
+    return x
+
+
+def test_operators_queue_behind_work_and_compute_right(device, mod, warm):
+    x = warm
+    a = torch.randn(64, 64, device=device)
+
+    def work():
+        y = x + 1  # a vendor kernel (add.out)
+        y.add_(2)  # in place, checked by its shape function
+        z = torch.softmax(y * 3, 0)  # through out= overloads
+        m = a @ a  # through mm.out
+        v = z.view(2, 4).t()  # a view: no place in the stream's order
+        return y, z, m, v
+
+    (y, z, m, v), host = _host_time(mod, work)
+    assert host < HOST_BUDGET_S, f"the host waited {host:.3f} s"
+    assert not mod.current_stream().query(), "the held stream was done early"
+    mod.synchronize()
+    xc, ac = x.cpu(), a.cpu()
+    torch.testing.assert_close(y.cpu(), xc + 3)
+    torch.testing.assert_close(z.cpu(), torch.softmax((xc + 3) * 3, 0))
+    torch.testing.assert_close(m.cpu(), ac @ ac)
+    torch.testing.assert_close(v.cpu(), z.cpu().view(2, 4).t())
+
+
+def test_large_work_is_queued_on_an_idle_stream(device, mod):
+    a = torch.randn(512, 512, device=device)
+    torch.mm(a, a)
+    mod.synchronize()
+    start = time.perf_counter()
+    outs = [torch.mm(a, a) for _ in range(20)]
+    host = time.perf_counter() - start
+    pending = not mod.current_stream().query()
+    begin = time.perf_counter()
+    mod.synchronize()
+    waited = time.perf_counter() - begin
+    # The 20 products take the device much longer than queuing them takes
+    # the host; whatever is left is still pending after the loop.
+    assert pending, f"all work done during the loop ({host:.3f} s on the host)"
+    assert waited > 0
+    ref = a.cpu() @ a.cpu()
+    torch.testing.assert_close(outs[-1].cpu(), ref)
+
+
+def test_argument_errors_raise_at_the_call_even_when_queued(device, mod, warm):
+    x = warm
+    mod._sleep(HOLD_MS)
+    with pytest.raises(RuntimeError, match="must match the size"):
+        x.add_(torch.ones(3, device=device))
+    with pytest.raises(RuntimeError, match="must match the size"):
+        torch.softmax(x, 0) * torch.ones(3, device=device)
+    mod.synchronize()
+    torch.testing.assert_close(x.cpu(), torch.arange(8.0))
+
+
+def test_a_failing_queued_operator_raises_at_the_next_synchronization(
+        device, mod, warm):
+    x = warm
+    bad = torch.tensor([0, 99], device=device)
+    mod._sleep(HOLD_MS)
+    torch.gather(x, 0, bad)  # data-dependent: known only when it runs
+    with pytest.raises(RuntimeError) as raised:
+        mod.synchronize()
+    message = str(raised.value)
+    assert "An operator queued on the" in message
+    assert "aten::gather" in message and "out of bounds" in message
+    # Reported once; the device stays usable.
+    mod.synchronize()
+    torch.testing.assert_close((x + 1).cpu(), torch.arange(8.0) + 1)
+
+
+def test_launch_blocking_makes_errors_raise_at_their_call(device, run_python):
+    code = f"""
+import torch
+x = torch.arange(8.0, device="{device}")
+torch.gather(x, 0, torch.tensor([0, 1], device="{device}"))
+torch.{device}._sleep(200)
+try:
+    torch.gather(x, 0, torch.tensor([0, 99], device="{device}"))
+except RuntimeError as e:
+    print("raised at the call:", "out of bounds" in str(e))
+torch.{device}.synchronize()
+"""
+    result = run_python(code, env={"ACCGEN_LAUNCH_BLOCKING": "1"})
+    assert result.returncode == 0, result.stderr
+    assert "raised at the call: True" in result.stdout
+
+
+@pytest.mark.usefixtures("pinned_memory")
+def test_pinned_copies_with_non_blocking_do_not_wait(device, mod):
+    host = torch.randn(256, 256).pin_memory()
+    d, seconds = _host_time(mod, lambda: host.to(device, non_blocking=True))
+    assert seconds < HOST_BUDGET_S, f"the host waited {seconds:.3f} s"
+    back = torch.empty(256, 256).pin_memory()
+    _, seconds = _host_time(mod, lambda: back.copy_(d * 2, non_blocking=True))
+    assert seconds < HOST_BUDGET_S, f"the host waited {seconds:.3f} s"
+    mod.synchronize()
+    torch.testing.assert_close(d.cpu(), host)
+    torch.testing.assert_close(back, host * 2)
+
+
+@pytest.mark.usefixtures("pinned_memory")
+def test_blocking_copies_wait_for_queued_work(device, mod):
+    host = torch.randn(256, 256)
+    d = host.to(device)
+    mod._sleep(HOLD_MS)
+    y = d * 2
+    start = time.perf_counter()
+    out = y.cpu()  # a copy to pageable memory waits, as on CUDA
+    waited = time.perf_counter() - start
+    assert waited > HOLD_MS / 1000 / 4
+    torch.testing.assert_close(out, host * 2)
+    # A non_blocking copy from pageable memory consumes its source at once.
+    src = torch.ones(16)
+    mod._sleep(HOLD_MS)
+    dst = src.to(device, non_blocking=True)
+    src.fill_(5)
+    torch.testing.assert_close(dst.cpu(), torch.ones(16))
+
+
+def test_pinned_block_is_not_reused_before_its_copy_ran(device, mod,
+                                                        pinned_memory):
+    # The block of a pinned source freed right after a queued copy must not
+    # serve the next pinned allocation before the copy read it.
+    mod._sleep(HOLD_MS)
+    src = torch.full((1024,), 7.0).pin_memory()
+    d = src.to(device, non_blocking=True)
+    del src
+    other = torch.zeros(1024).pin_memory()
+    other.fill_(-1)
+    mod.synchronize()
+    torch.testing.assert_close(d.cpu(), torch.full((1024,), 7.0))
+
+
+def test_queued_work_keeps_grad_mode_and_autograd(device, mod, warm):
+    w = torch.randn(8, 8, device=device, requires_grad=True)
+    x = torch.randn(4, 8, device=device)
+    mod._sleep(HOLD_MS)
+    loss = torch.softmax(x @ w, 1).sum()
+    loss.backward()
+    mod.synchronize()
+    wc = w.detach().cpu().requires_grad_()
+    torch.softmax(x.cpu() @ wc, 1).sum().backward()
+    torch.testing.assert_close(w.grad.cpu(), wc.grad)
