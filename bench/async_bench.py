@@ -13,8 +13,8 @@ medians over `repeat` rounds after a warm-up round.
   matmul+softmax   ten rounds of a 1024x1024 matmul and a softmax
   matmul+layernorm the same with layer_norm, whose result shapes only its
                    CPU kernel knows: it waits for the matmul before it
-  pinned copy      a 1024x1024 pinned to(device, non_blocking=True) issued
-                   behind twenty 1024x1024 matmuls ("host": the copy alone)
+  pinned copy      twenty 1024x1024 matmuls, then a 1024x1024 pinned
+                   to(device, non_blocking=True)
 
 Target (the issue of asynchrony): the queued host time is a small part of
 the total wherever the results are known ahead, and the totals match the
@@ -44,9 +44,9 @@ def scenario(name: str, device: str, sync) -> tuple[float, float]:
         if device != "cpu":
             src = src.pin_memory()
         sync()
+        start = time.perf_counter()
         for _ in range(20):
             a @ a
-        start = time.perf_counter()
         src.to(device, non_blocking=True)
         host = time.perf_counter() - start
         begin = time.perf_counter()
