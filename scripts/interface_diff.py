@@ -33,12 +33,12 @@ default: this repository's runtime/), so that the list cannot drift:
   destructor), as return type, name, parameter types, qualifiers and ``= 0``.
   Two signatures are the same when their canonical types are (``DeviceIndex``
   and ``int8_t`` are), and are shown as the header spells them.
-* Python (python/*.py, read with ``ast``): every name imported from torch,
+* Python (python/**/*.py, read with ``ast``): every name imported from torch,
   every dotted chain of attributes of a torch name (``torch.a.b``, or through
   an alias: ``import torch._inductor.utils as utils; utils.f``), every class
   the runtime subclasses, and a torch module named as a key of a dict whose
   value is a function of the same file (the import hooks of
-  accgen_compile.py, whose first parameter is that module). A chain is
+  _compile.py, whose first parameter is that module). A chain is
   followed through modules to the first object that is not one. A function is
   reported with its ``inspect.signature``; a class, or another object's type,
   with its bases and the signatures of the members the runtime uses: the names
@@ -403,18 +403,19 @@ def _assigned_names(statement):
 def runtime_python_uses(runtime_dir):
     uses = _PythonUses()
     directory = os.path.join(runtime_dir, PYTHON_SOURCE_DIR)
-    if os.path.isdir(directory):
-        for name in sorted(os.listdir(directory)):
-            if not name.endswith(".py"):
-                continue
-            path = os.path.join(directory, name)
-            text = _read(path, "runtime source")
-            try:
-                tree = ast.parse(text, filename=name)
-            except SyntaxError as error:
-                raise ToolError(f"{PYTHON_SOURCE_DIR}/{name}:{error.lineno}: "
-                                f"does not parse: {error.msg}") from None
-            uses.scan(tree)
+    paths = []
+    for root, dirs, files in os.walk(directory):
+        dirs.sort()
+        paths += [os.path.join(root, f) for f in sorted(files) if f.endswith(".py")]
+    for path in paths:
+        name = os.path.relpath(path, directory)
+        text = _read(path, "runtime source")
+        try:
+            tree = ast.parse(text, filename=name)
+        except SyntaxError as error:
+            raise ToolError(f"{PYTHON_SOURCE_DIR}/{name}:{error.lineno}: "
+                            f"does not parse: {error.msg}") from None
+        uses.scan(tree)
     return uses
 
 

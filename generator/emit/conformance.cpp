@@ -1,6 +1,6 @@
 // The conformance suite emitter: tests/conformance/ of the backend. The
-// checks themselves are the runtime's (runtime/python/accgen_conformance.py,
-// installed into the package as _conformance.py); what is generated is what
+// checks themselves are the runtime's (runtime/python/_conformance/,
+// installed into the package as _conformance); what is generated is what
 // the specs decide: the backend's facts and every function it registers, in
 // backend_spec.py, and the thin pytest files that parametrize the checks
 // over them.

@@ -1,5 +1,5 @@
 // The Python package emitter: src/<package>/__init__.py, which re-exports
-// accgen's device module (runtime/python/accgen_device.py, installed into
+// accgen's device module (runtime/python/_device.py, installed into
 // the package as _device.py by accgen_add_backend) and registers the
 // package as torch.<device>. The bindings it stands on (<package>._C) are
 // the runtime's too.

@@ -24,9 +24,10 @@
 #                         C++ with libtorch alone (alias accgen_backend::core)
 #   torch_<name>_python   <package>._C, the Python bindings (PYTHON_MODULE)
 # Installed below INSTALL_DIR: lib/libtorch_<name>.so, _C, the runtime's
-# Python device module as _device.py, its torch.compile registration as
-# _compile.py, autocompare as _autocompare.py, the conformance checks as
-# _conformance.py, and a CMake package for the core
+# Python modules under their source names (runtime/python/: the device
+# module _device.py, the torch.compile registration _compile.py, autocompare
+# _autocompare.py, the conformance checks' package _conformance), and a
+# CMake package for the core
 # (share/cmake/torch_<name>: find_package(torch_<name>) gives the imported
 # target torch_<name>::torch_<name>).
 # --8<-- [end:add-backend-usage]
@@ -203,14 +204,14 @@ function(accgen_add_backend name)
       INSTALL_RPATH "$ORIGIN/lib;$ORIGIN/../torch/lib")
     if(NOT arg_NO_INSTALL)
       install(TARGETS ${module} LIBRARY DESTINATION "${arg_INSTALL_DIR}")
-      install(FILES "${ACCGEN_RUNTIME_DIR}/python/accgen_device.py"
-              DESTINATION "${arg_INSTALL_DIR}" RENAME _device.py)
-      install(FILES "${ACCGEN_RUNTIME_DIR}/python/accgen_compile.py"
-              DESTINATION "${arg_INSTALL_DIR}" RENAME _compile.py)
-      install(FILES "${ACCGEN_RUNTIME_DIR}/python/accgen_autocompare.py"
-              DESTINATION "${arg_INSTALL_DIR}" RENAME _autocompare.py)
-      install(FILES "${ACCGEN_RUNTIME_DIR}/python/accgen_conformance.py"
-              DESTINATION "${arg_INSTALL_DIR}" RENAME _conformance.py)
+      # The Python runtime, under the names it has in the source tree.
+      install(FILES "${ACCGEN_RUNTIME_DIR}/python/_device.py"
+                    "${ACCGEN_RUNTIME_DIR}/python/_compile.py"
+                    "${ACCGEN_RUNTIME_DIR}/python/_autocompare.py"
+              DESTINATION "${arg_INSTALL_DIR}")
+      install(DIRECTORY "${ACCGEN_RUNTIME_DIR}/python/_conformance"
+              DESTINATION "${arg_INSTALL_DIR}"
+              FILES_MATCHING PATTERN "*.py")
     endif()
   endif()
 endfunction()

@@ -1,5 +1,5 @@
 // <package>._C: the Python bindings of the device runtime. The device module
-// (accgen_device.py, shipped in the package) builds torch.<device> on top of
+// (_device.py, shipped in the package) builds torch.<device> on top of
 // these;
 // streams and events reach Python as torch.Stream / torch.Event through
 // the device guard, so this module only hands out stream ids.
@@ -157,7 +157,7 @@ class FallbackRoute {
 // Note [Compiled kernels on the device]
 // torch.compile lowers a device graph with Inductor's C++ code generation
 // (the emulated device's memory is host memory), and its Python wrapper
-// calls each compiled kernel through here (runtime/python/accgen_compile.py)
+// calls each compiled kernel through here (runtime/python/_compile.py)
 // rather than directly: the kernel is device work, run on the current stream
 // after the work queued there, with access to exactly the allocations of its
 // tensor arguments (so it also runs under the access guard). The kernel is

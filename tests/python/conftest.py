@@ -195,6 +195,6 @@ def suite(device, mod):
 
 @pytest.fixture(scope="session")
 def checks(suite):
-    """The module of the shipped checks (<package>._conformance):
+    """The package of the shipped checks (<package>._conformance):
     checks.check_events(suite), ..."""
-    return sys.modules[type(suite).__module__]
+    return sys.modules[type(suite).__module__.rpartition(".")[0]]

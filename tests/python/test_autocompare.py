@@ -1,4 +1,4 @@
-"""Autocompare (<PREFIX>_AUTOCOMPARE, runtime/python/accgen_autocompare.py):
+"""Autocompare (<PREFIX>_AUTOCOMPARE, runtime/python/_autocompare.py):
 every device operator checked against the CPU, in a fresh interpreter per
 setting. A deliberately wrong kernel (aten::neg replaced for the device by
 one that adds 1) is caught, named, and either raises or is logged."""

@@ -329,7 +329,7 @@ def test_export_runs_on_the_device(device):
 
 
 # What each workaround of Note [Inductor on a PrivateUse1 device]
-# (runtime/python/accgen_compile.py) keeps from failing: a graph that
+# (runtime/python/_compile.py) keeps from failing: a graph that
 # compiles with all of them and fails with the one left out, on the torch
 # this runs on (each release of the matrix, scripts/test_releases.sh).
 _WORKAROUND_CASES = {

@@ -2,7 +2,7 @@
 // (Distributed.cpp), which runs every collective through the collective
 // interface (accgen/collectives.h) on a communication stream of the device.
 // The Python side registers it with torch.distributed.Backend as the
-// device's default (accgen_device.py).
+// device's default (_device.py).
 #pragma once
 
 #include <chrono>

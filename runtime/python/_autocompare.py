@@ -1,6 +1,6 @@
 """Autocompare: every operator on the device checked against the CPU.
 
-Installed in every backend's package as ``_autocompare.py`` and switched on
+Installed in every backend's package under this name and switched on
 by the backend's environment variable ``<PREFIX>_AUTOCOMPARE`` (for the
 example backend, ``ACCEL_AUTOCOMPARE``), read when the backend loads:
 
