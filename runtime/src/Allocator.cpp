@@ -131,6 +131,12 @@ class CachingAllocator final : public c10::DeviceAllocator {
     if (nbytes == 0) {
       return {nullptr, nullptr, &deleteBlock, torch_device};
     }
+    // A negative size cast to size_t (untyped_storage().resize_(-1)): refused
+    // before any arithmetic on it, which would wrap (as the CPU allocator
+    // refuses it).
+    TORCH_CHECK(static_cast<std::ptrdiff_t>(nbytes) >= 0, kDeviceName,
+                " allocator: a negative size, ",
+                static_cast<std::ptrdiff_t>(nbytes), " bytes");
     const std::size_t size = roundUp(nbytes);
     const c10::StreamId stream = getCurrentStream(device).id();
     Block* block = takeCachedBlock(device, stream, size, nbytes);

@@ -82,6 +82,18 @@ def test_views_past_their_storage_raise(device, nbytes, use):
     assert f"its storage holds {nbytes}" in str(info.value)
 
 
+@pytest.mark.parametrize("numel", [0, 4])
+def test_a_negative_storage_size_raises_and_changes_nothing(device, numel):
+    # As on the CPU: the size is refused before any arithmetic on it, which
+    # would wrap into a storage claiming 2**64 - 1 bytes on no memory.
+    t = torch.arange(float(numel), device=device)
+    storage = t.untyped_storage()
+    with pytest.raises(RuntimeError, match="negative size, -1 bytes"):
+        storage.resize_(-1)
+    assert storage.nbytes() == 4 * numel
+    torch.testing.assert_close((t[1:] * 2).cpu(), torch.arange(float(numel))[1:] * 2)
+
+
 @pytest.mark.parametrize("state, error", [
     (torch.zeros(3), TypeError),
     (torch.zeros(3, dtype=torch.uint8), RuntimeError),
