@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <sstream>
 
 #include <yaml-cpp/eventhandler.h>
+
+#include "generator/support/io.h"
 
 namespace accgen::spec {
 namespace {
@@ -164,6 +167,25 @@ const YamlField* YamlMap::find(std::string_view key) const {
 YamlReader::YamlReader(std::string path, std::string_view text,
                        DiagnosticEngine& diags)
     : path_(std::move(path)), text_(text), diags_(diags) {
+  // YAML is Unicode text; yaml-cpp passes any byte through, and the JSON
+  // writers downstream would refuse it only later.
+  if (const auto bad = firstInvalidUtf8(text_)) {
+    const std::string_view before = std::string_view(text_).substr(0, *bad);
+    const std::size_t line_start = before.rfind('\n');
+    const int line =
+        1 + static_cast<int>(std::count(before.begin(), before.end(), '\n'));
+    const int column = 1 + static_cast<int>(line_start == std::string_view::npos
+                                                ? *bad
+                                                : *bad - line_start - 1);
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02X",
+                  static_cast<unsigned char>(text_[*bad]));
+    error(SourceLoc{path_, line, column},
+          std::string("invalid UTF-8: byte ") + hex +
+              " does not begin a well-formed UTF-8 sequence",
+          {"spec files are UTF-8 text; re-save the file as UTF-8"});
+    return;
+  }
   try {
     // Note [Reading one document].
     root_ = YAML::Load(text_);

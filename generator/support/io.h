@@ -44,6 +44,12 @@ std::set<std::string> existingFiles(const std::string& dir,
 /// `s` quoted for a POSIX shell ('...' with embedded quotes escaped).
 std::string shellQuote(std::string_view s);
 
+/// The offset of the first byte of `text` that does not begin a well-formed
+/// UTF-8 sequence (a stray continuation byte, a truncated or overlong
+/// sequence, a surrogate, a code point past U+10FFFF); nullopt when `text`
+/// is all UTF-8.
+std::optional<std::size_t> firstInvalidUtf8(std::string_view text);
+
 /// Runs `command` through /bin/sh and returns its standard output, or
 /// nullopt when it cannot start or exits non-zero.
 std::optional<std::string> captureCommand(const std::string& command);

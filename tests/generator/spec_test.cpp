@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "generator/spec/names.h"
+#include "generator/support/io.h"
 
 namespace accgen::spec {
 namespace {
@@ -24,6 +25,24 @@ std::string printed(const DiagnosticEngine& diags) {
 // ---------------------------------------------------------------------------
 // backend.yaml
 // ---------------------------------------------------------------------------
+
+// Spec files are UTF-8: the reader finds the first byte that does not begin
+// a well-formed sequence (tests/errors/autocast_invalid_utf8 shows the
+// located error).
+TEST(SpecEncoding, FirstInvalidUtf8Byte) {
+  EXPECT_EQ(firstInvalidUtf8("plain ascii"), std::nullopt);
+  EXPECT_EQ(firstInvalidUtf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+            std::nullopt);
+  EXPECT_EQ(firstInvalidUtf8("caf\xe9"), 3u);           // Latin-1
+  EXPECT_EQ(firstInvalidUtf8("a\x80"), 1u);             // stray continuation
+  EXPECT_EQ(firstInvalidUtf8("ab\xc3"), 2u);            // truncated
+  EXPECT_EQ(firstInvalidUtf8("\xc0\xaf"), 0u);          // overlong '/'
+  EXPECT_EQ(firstInvalidUtf8("\xe0\x80\xaf"), 0u);      // overlong
+  EXPECT_EQ(firstInvalidUtf8("x\xed\xa0\x80"), 1u);     // surrogate U+D800
+  EXPECT_EQ(firstInvalidUtf8("\xf4\x90\x80\x80"), 0u);  // past U+10FFFF
+  EXPECT_EQ(firstInvalidUtf8("\xe2\x82x"), 0u);         // bad third byte
+  EXPECT_EQ(firstInvalidUtf8(std::string_view("\0ok", 3)), std::nullopt);
+}
 
 TEST(BackendSpec, DefaultsComeFromTheDeviceName) {
   DiagnosticEngine diags;
