@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "generator/support/io.h"
+
 namespace accgen {
 
 std::string SourceLoc::str() const {
@@ -16,14 +18,73 @@ std::string SourceLoc::str() const {
   return s;
 }
 
+namespace {
+
+// The longest text of one diagnostic line, and the most diagnostics print()
+// shows.
+constexpr std::size_t kMaxLineBytes = 1000;
+constexpr std::size_t kMaxDiagnostics = 100;
+
+// `text` as one safe line of a terminal or a log: control characters,
+// U+2028/U+2029 and bytes that are not UTF-8 escaped (a spec value cannot
+// start a forged "file:line: error:" line or move the cursor), and at most
+// kMaxLineBytes of it.
+std::string printable(std::string_view text) {
+  std::string out;
+  std::size_t i = 0;
+  const auto hex = [&](unsigned char c) {
+    static constexpr char kDigits[] = "0123456789abcdef";
+    out += "\\x";
+    out += kDigits[c >> 4];
+    out += kDigits[c & 0xF];
+  };
+  while (i < text.size() && out.size() < kMaxLineBytes) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7F) {
+      hex(c);
+    } else if (c >= 0x80) {
+      const auto bad = firstInvalidUtf8(
+          text.substr(i, std::min<std::size_t>(4, text.size() - i)));
+      std::size_t length = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+      if (bad == 0u) {
+        hex(c);
+      } else if (text.substr(i, 3) == "\xe2\x80\xa8" ||
+                 text.substr(i, 3) == "\xe2\x80\xa9") {
+        out += text[i + 2] == '\xa8' ? "\\u2028" : "\\u2029";
+        i += 3;
+        continue;
+      } else {
+        out.append(text.substr(i, length));
+        i += length;
+        continue;
+      }
+    } else {
+      out += static_cast<char>(c);
+    }
+    ++i;
+  }
+  if (i < text.size()) {
+    out += "... (" + std::to_string(text.size() - i) + " more bytes)";
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string Diagnostic::format() const {
   static constexpr const char* kNames[] = {"error", "warning", "note"};
   std::string s;
-  if (!loc.file.empty()) s += loc.str() + ": ";
+  if (!loc.file.empty()) s += printable(loc.str()) + ": ";
   s += kNames[static_cast<int>(severity)];
-  s += ": " + message + "\n";
+  s += ": " + printable(message) + "\n";
   for (const auto& note : notes)
-    s += "note: " + note + "\n";
+    s += "note: " + printable(note) + "\n";
   return s;
 }
 
@@ -41,8 +102,13 @@ void DiagnosticEngine::warning(SourceLoc loc, std::string message,
 }
 
 void DiagnosticEngine::print(std::ostream& os) const {
-  for (const auto& d : diags_)
-    os << d.format();
+  const std::size_t shown = std::min(diags_.size(), kMaxDiagnostics);
+  for (std::size_t i = 0; i < shown; ++i)
+    os << diags_[i].format();
+  if (shown < diags_.size()) {
+    os << "note: " << diags_.size() - shown
+       << " more diagnostics not shown; fix these first\n";
+  }
 }
 
 std::size_t editDistance(std::string_view a, std::string_view b) {

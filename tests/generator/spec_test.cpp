@@ -44,6 +44,37 @@ TEST(SpecEncoding, FirstInvalidUtf8Byte) {
   EXPECT_EQ(firstInvalidUtf8(std::string_view("\0ok", 3)), std::nullopt);
 }
 
+// A spec value cannot forge a diagnostic line or flood the terminal:
+// control characters and malformed bytes are escaped, lines are cut, and
+// print() shows the first 100 diagnostics.
+TEST(DiagnosticText, EscapedCutAndCounted) {
+  DiagnosticEngine diags;
+  diags.error({"specs/operators.yaml", 3, 5},
+              "unknown operator 'a\nspecs/x.yaml:1:1: error: forged\x1b[2J"
+              "\xe2\x80\xa8\xff\xc3\xa9'");
+  diags.error({"specs/operators.yaml", 4, 5}, std::string(100000, 'o'));
+  for (int i = 0; i < 148; ++i)
+    diags.error({"specs/operators.yaml", 5, 1}, "x");
+  std::ostringstream out;
+  diags.print(out);
+  const std::string text = out.str();
+  std::istringstream lines(text);
+  std::string first;
+  std::getline(lines, first);
+  EXPECT_EQ(first,
+            "specs/operators.yaml:3:5: error: unknown operator "
+            "'a\\nspecs/x.yaml:1:1: error: forged\\x1b[2J\\u2028\\xff"
+            "\xc3\xa9'");
+  std::string second;
+  std::getline(lines, second);
+  EXPECT_LT(second.size(), 1100u);
+  EXPECT_NE(second.find("... (99000 more bytes)"), std::string::npos)
+      << second.substr(second.size() - 40);
+  EXPECT_NE(text.find("note: 50 more diagnostics not shown"),
+            std::string::npos);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 101);
+}
+
 TEST(BackendSpec, DefaultsComeFromTheDeviceName) {
   DiagnosticEngine diags;
   auto spec = parseBackendSpec("device: npu\n", "b.yaml", diags);
