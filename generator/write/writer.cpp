@@ -183,9 +183,11 @@ void writeAtomically(const std::string& path, const std::string& content) {
   std::error_code ec;
   fs::rename(tmp, path, ec);
   if (ec) {
+    // The rename's reason, before the clean-up's result replaces it.
+    const std::string reason = ec.message();
     fs::remove(tmp, ec);
     throw AccgenError(ExitCode::kFileSystem,
-                      path + ": error: cannot replace it: " + ec.message());
+                      path + ": error: cannot replace it: " + reason);
   }
 }
 

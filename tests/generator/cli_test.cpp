@@ -532,6 +532,22 @@ TEST_F(CliHardening, FifoSpecIsAnErrorNotAHang) {
       << r.err;
 }
 
+// A generated file that became a non-empty directory cannot be replaced:
+// the message gives the rename's reason, not the clean-up's "Success".
+TEST_F(CliHardening, UnreplaceableOutputNamesTheReason) {
+  ASSERT_EQ(run("generate --specs specs --out out").code, 0);
+  const fs::path header = dir_ / "out" / "csrc" / "Backend.h";
+  fs::remove(header);
+  fs::create_directories(header / "x");
+  Result r = run("generate --specs specs --out out --force");
+  EXPECT_EQ(r.code, 6);
+  EXPECT_NE(r.err.find("out/csrc/Backend.h: error: cannot replace it: Is a "
+                       "directory"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(fs::is_directory(header / "x"));
+}
+
 TEST_F(CliHardening, DeviceSpecIsNotRead) {
   fs::create_symlink("/dev/zero", spec("operators.yaml"));
   Result r = run("generate --specs specs --out out");
