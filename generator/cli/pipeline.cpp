@@ -171,6 +171,20 @@ const std::string& selfFingerprint() {
   return self;
 }
 
+// What stands for one file in the input fingerprint: its bytes, read within
+// readInputFile's bound; a file it refuses (larger than kMaxInputBytes, not
+// readable) by its size and modification time, so that a stray 1 GiB file
+// beside the specs costs a stat, not its bytes in memory.
+std::string boundedFingerprint(const std::filesystem::path& path) {
+  InputFile file = readInputFile(path.string());
+  if (file.status == InputFile::Status::kRead) return std::move(file.text);
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  const auto time = std::filesystem::last_write_time(path, ec);
+  return "unread " + std::to_string(ec ? 0 : size) + " " +
+         std::to_string(time.time_since_epoch().count()) + " " + file.error;
+}
+
 }  // namespace
 
 std::string inputFingerprint(const std::string& specs_dir,
@@ -196,11 +210,12 @@ std::string inputFingerprint(const std::string& specs_dir,
     if (fs::is_directory(dir, ec)) {
       if (recursive) {
         for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
-          if (e.is_regular_file()) files.emplace(e.path(), nullptr);
+          // The error_code form: a link loop is not a file, not an error.
+          if (e.is_regular_file(ec)) files.emplace(e.path(), nullptr);
         }
       } else {
         for (const auto& e : fs::directory_iterator(dir, ec)) {
-          if (e.is_regular_file()) files.emplace(e.path(), nullptr);
+          if (e.is_regular_file(ec)) files.emplace(e.path(), nullptr);
         }
       }
     }
@@ -210,7 +225,7 @@ std::string inputFingerprint(const std::string& specs_dir,
     // links, as fs::relative does, costs a readlink per path component).
     for (const auto& [f, content] : files) {
       add(label + f.lexically_relative(dir).generic_string(),
-          content ? *content : readFile(f.string()).value_or(""));
+          content ? *content : boundedFingerprint(f));
     }
   };
   add("schemas", readFile(schema_file).value_or(""));

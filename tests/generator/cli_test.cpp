@@ -4,6 +4,7 @@
 // hostile inputs and interrupted runs (CliHardening).
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -546,6 +547,26 @@ TEST_F(CliHardening, UnreplaceableOutputNamesTheReason) {
             std::string::npos)
       << r.err;
   EXPECT_TRUE(fs::is_directory(header / "x"));
+}
+
+// Stray files beside the specs are fingerprinted, never parsed: a link loop
+// is skipped (it made generate exit 6 while validate passed), and a file
+// past the input bound counts by its size and time, not its bytes in
+// memory (a 1 GiB one took 3.1 GB).
+TEST_F(CliHardening, StrayFilesBesideTheSpecsAreBounded) {
+  fs::create_symlink("loop", spec("loop"));
+  {
+    std::ofstream huge(spec("weights.bin"), std::ios::binary);
+    huge.seekp((200 << 20) - 1);
+    huge.put('\0');
+  }
+  EXPECT_EQ(run("validate --specs specs").code, 0);
+  Result r = run("generate --specs specs --out out");
+  EXPECT_EQ(r.code, 0) << r.err;
+  struct rusage usage {};
+  ASSERT_EQ(::getrusage(RUSAGE_CHILDREN, &usage), 0);
+  EXPECT_LT(usage.ru_maxrss, 150 * 1024) << "KiB, the largest child so far";
+  EXPECT_EQ(run("generate --specs specs --out out --check").code, 0);
 }
 
 TEST_F(CliHardening, DeviceSpecIsNotRead) {
