@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "generator/support/io.h"
 #include "generator/write/writer.h"
 
 namespace accgen::cli {
@@ -56,17 +57,28 @@ TorchFacts findTorchCached() {
   const fs::path file = cacheDir() / ("torch-v2-" + key + ".json");
 
   if (enabled) {
-    std::ifstream in(file);
-    auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    // The cache is a hint: anything but a small regular file of the right
+    // shape (a FIFO, a directory, a value of another type) is a miss, read
+    // without blocking (readInputFile).
+    const InputFile cached = readInputFile(file.string(), 1u << 20);
+    auto j = cached.status == InputFile::Status::kRead
+                 ? nlohmann::json::parse(cached.text, nullptr,
+                                         /*allow_exceptions=*/false)
+                 : nlohmann::json();
+    const auto text = [&j](const char* key) {
+      const auto it = j.find(key);
+      return it != j.end() && it->is_string() ? it->get<std::string>()
+                                              : std::string();
+    };
     if (!j.is_discarded() && j.is_object()) {
       TorchFacts facts;
       auto& t = facts.install;
-      t.site_packages = j.value("site_packages", "");
-      t.torch_dir = j.value("torch_dir", "");
-      t.version = j.value("version", "");
-      t.native_functions_yaml = j.value("native_functions_yaml", "");
-      t.include_dir = j.value("include_dir", "");
-      if (!t.torch_dir.empty() && j.value("stamps", "") == stamps(t)) {
+      t.site_packages = text("site_packages");
+      t.torch_dir = text("torch_dir");
+      t.version = text("version");
+      t.native_functions_yaml = text("native_functions_yaml");
+      t.include_dir = text("include_dir");
+      if (!t.torch_dir.empty() && text("stamps") == stamps(t)) {
         // An object of stub to header.
         const auto stubs = j.find("dispatch_stubs");
         if (stubs != j.end() && stubs->is_object()) {

@@ -569,6 +569,30 @@ TEST_F(CliHardening, StrayFilesBesideTheSpecsAreBounded) {
   EXPECT_EQ(run("generate --specs specs --out out --check").code, 0);
 }
 
+// The torch-location cache is a hint: a FIFO there must not hang generate,
+// and a directory or a value of another type is a miss, not exit 70.
+TEST_F(CliHardening, TorchCacheOfTheWrongKindIsAMiss) {
+  const fs::path cache = dir_ / "cache";
+  const std::string env = "XDG_CACHE_HOME='" + cache.string() + "' timeout 60";
+  ASSERT_EQ(accgen("generate --specs specs --out out", dir_, env).code, 0);
+  fs::path file;
+  for (const auto& e : fs::directory_iterator(cache / "accgen")) {
+    if (e.path().extension() == ".json") file = e.path();
+  }
+  ASSERT_FALSE(file.empty());
+  const auto replace = [&](const auto& make) {
+    fs::remove_all(file);
+    make();
+    Result r = accgen("generate --specs specs --out out", dir_, env);
+    EXPECT_EQ(r.code, 0) << r.err;
+  };
+  replace([&] { ASSERT_EQ(::mkfifo(file.c_str(), 0644), 0); });
+  replace([&] { fs::create_directory(file); });
+  replace([&] {
+    std::ofstream(file) << R"({"torch_dir": 7, "stamps": [], "version": {}})";
+  });
+}
+
 TEST_F(CliHardening, DeviceSpecIsNotRead) {
   fs::create_symlink("/dev/zero", spec("operators.yaml"));
   Result r = run("generate --specs specs --out out");
