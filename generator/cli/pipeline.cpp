@@ -12,6 +12,7 @@
 #include "generator/support/io.h"
 #include "generator/support/parallel.h"
 #include "generator/support/torch_releases.h"
+#include "generator/upgrade/lock.h"
 #include "generator/upgrade/schema_source.h"
 
 namespace accgen::cli {
@@ -215,7 +216,12 @@ std::string inputFingerprint(const std::string& specs_dir,
         }
       } else {
         for (const auto& e : fs::directory_iterator(dir, ec)) {
-          if (e.is_regular_file(ec)) files.emplace(e.path(), nullptr);
+          // The lock's temporary, left by a run killed while it replaced
+          // the lock, is accgen's own and no input.
+          if (e.is_regular_file(ec) &&
+              e.path().filename() != upgrade::kLockTempFileName) {
+            files.emplace(e.path(), nullptr);
+          }
         }
       }
     }

@@ -475,7 +475,7 @@ void commitLock(const LockPlan& plan) {
     return;
   }
   const fs::path path(plan.path);
-  const fs::path tmp = path.string() + ".tmp";
+  const fs::path tmp = path.parent_path() / kLockTempFileName;
   // A file system error here is the machine's, not a bug: exit 6.
   auto fail = [&](const std::string& what, const std::string& why) {
     std::error_code ignored;

@@ -32,6 +32,8 @@ namespace accgen::upgrade {
 
 /// The lock's file name inside the specs directory.
 inline constexpr const char* kLockFileName = "accgen.lock";
+/// The temporary the lock is written to before it replaces the lock.
+inline constexpr const char* kLockTempFileName = "accgen.lock.tmp";
 
 /// One locked operator.
 struct LockEntry {
