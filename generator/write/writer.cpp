@@ -38,6 +38,25 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The largest file of the output tree accgen reads: no generated file, no
+// manifest and no journal comes near it.
+constexpr std::uintmax_t kMaxOutputBytes = std::uintmax_t{64} << 20;
+
+// What a file of the output tree larger than kMaxOutputBytes reads as: a
+// marker that equals no generated content and hashes to no recorded hash,
+// so such a file counts as edited by hand (kept, unless --force), and a
+// manifest or journal of that size as unreadable, without reading it.
+constexpr std::string_view kOversized = "\0accgen: a file too large to read\0";
+
+/// A file of the output tree, read within kMaxOutputBytes (readFile: only
+/// a regular file is read).
+std::optional<std::string> readOutput(const std::string& path) {
+  std::error_code ec;
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (!ec && size > kMaxOutputBytes) return std::string(kOversized);
+  return readFile(path);
+}
+
 /// `rel` under `dir`, as a plain string: thousands of paths a run, each
 /// formed once.
 std::string under(const std::string& dir, const std::string& rel) {
@@ -233,7 +252,7 @@ struct Journal {
 Journal loadJournal(const fs::path& out) {
   Journal journal;
   const fs::path file = out / kJournalName;
-  auto text = readFile(file.string());
+  auto text = readOutput(file.string());
   if (!text) return journal;
   journal.present = true;
   // A journal cut short was being written when the run was killed: no file
@@ -266,7 +285,7 @@ Journal loadJournal(const fs::path& out) {
 std::map<std::string, std::string> loadManifestHashes(
     const fs::path& out, bool interrupted = false) {
   std::map<std::string, std::string> hashes;
-  auto text = readFile((out / kManifestName).string());
+  auto text = readOutput((out / kManifestName).string());
   if (!text) return hashes;
   auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (interrupted &&
@@ -372,7 +391,7 @@ WriteReport writeTree(const std::string& out_dir,
     // Only a previous manifest or journal can name stale files.
     if (!old_hashes.empty() || journal.present) produced.insert(f.path);
     std::optional<std::string> on_disk;
-    if (existing.count(f.path)) on_disk = readFile(under(out_dir, f.path));
+    if (existing.count(f.path)) on_disk = readOutput(under(out_dir, f.path));
     if (f.user_owned) {
       // A starter a killed run left half-written is made again.
       const bool cut_short = on_disk && journal.created.count(f.path) &&
@@ -406,7 +425,7 @@ WriteReport writeTree(const std::string& out_dir,
     candidates.insert(path);
   for (const auto& path : candidates) {
     if (produced.count(path)) continue;
-    auto on_disk = readFile((out / path).string());
+    auto on_disk = readOutput((out / path).string());
     if (!on_disk) continue;
     if (!ours(path, *on_disk) && !options.force) {
       report.edited.push_back(path);
@@ -475,7 +494,7 @@ WriteReport writeTree(const std::string& out_dir,
   }
   std::string manifest = manifestText(files, options.manifest_extra);
   const std::string manifest_path = under(out_dir, kManifestName);
-  auto old_manifest = readFile(manifest_path);
+  auto old_manifest = readOutput(manifest_path);
   if (old_manifest != manifest) {
     dirs.ensureParent(manifest_path);
     if (old_manifest) {
@@ -493,7 +512,7 @@ WriteReport writeTree(const std::string& out_dir,
 std::optional<WriteReport> currentTree(const std::string& out_dir,
                                        const std::string& inputs) {
   const fs::path out(out_dir);
-  auto text = readFile((out / kManifestName).string());
+  auto text = readOutput((out / kManifestName).string());
   if (!text) return std::nullopt;
   auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object() || !j.contains("files") ||
@@ -510,7 +529,7 @@ std::optional<WriteReport> currentTree(const std::string& out_dir,
   for (const auto& [path, entry] : j["files"].items()) {
     // Entries outside the tree are reported by the run that renders.
     if (!isTreePath(path)) return std::nullopt;
-    auto on_disk = readFile((out / path).string());
+    auto on_disk = readOutput((out / path).string());
     if (!on_disk || contentHash(*on_disk) != hashOf(entry)) {
       return std::nullopt;
     }
@@ -567,7 +586,7 @@ std::vector<std::string> checkTree(const std::string& out_dir,
   std::vector<std::string> diffs;
   std::set<std::string> produced;
   auto compare = [&](const std::string& path, const std::string& content) {
-    auto on_disk = readFile((out / path).string());
+    auto on_disk = readOutput((out / path).string());
     std::string d =
         unifiedDiff(on_disk.value_or(""), content,
                     on_disk ? "a/" + path : "/dev/null", "b/" + path);
@@ -583,7 +602,7 @@ std::vector<std::string> checkTree(const std::string& out_dir,
   }
   for (const auto& [path, hash] : loadManifestHashes(out)) {
     if (produced.count(path)) continue;
-    if (auto on_disk = readFile((out / path).string())) {
+    if (auto on_disk = readOutput((out / path).string())) {
       diffs.push_back(unifiedDiff(*on_disk, "", "a/" + path, "/dev/null"));
     }
   }

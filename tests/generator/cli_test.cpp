@@ -605,6 +605,23 @@ TEST_F(CliHardening, LeftoverLockTemporaryIsNoInput) {
   EXPECT_EQ(again.out.rfind("0 written, ", 0), 0u) << again.out;
 }
 
+// A huge file at a generated path is not read: it counts as edited by
+// hand (kept without --force, replaced with it), and memory stays bounded.
+TEST_F(CliHardening, HugeFileInTheOutputTreeIsNotRead) {
+  ASSERT_EQ(run("generate --specs specs --out out").code, 0);
+  const fs::path header = dir_ / "out" / "csrc" / "Backend.h";
+  fs::resize_file(header, std::uintmax_t{300} << 20);
+  Result r = run("generate --specs specs --out out");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("csrc/Backend.h"), std::string::npos) << r.err;
+  EXPECT_EQ(fs::file_size(header), std::uintmax_t{300} << 20);
+  struct rusage usage {};
+  ASSERT_EQ(::getrusage(RUSAGE_CHILDREN, &usage), 0);
+  EXPECT_LT(usage.ru_maxrss, 150 * 1024) << "KiB, the largest child so far";
+  EXPECT_EQ(run("generate --specs specs --out out --force").code, 0);
+  EXPECT_LT(fs::file_size(header), std::uintmax_t{1} << 20);
+}
+
 TEST_F(CliHardening, DeviceSpecIsNotRead) {
   fs::create_symlink("/dev/zero", spec("operators.yaml"));
   Result r = run("generate --specs specs --out out");
