@@ -234,7 +234,7 @@ std::string inputFingerprint(const std::string& specs_dir,
           content ? *content : boundedFingerprint(f));
     }
   };
-  add("schemas", readFile(schema_file).value_or(""));
+  add("schemas", boundedFingerprint(schema_file));
   addTree("templates/", templates_root, /*recursive=*/true, kNothingPending);
   addTree("specs/", specs_dir, /*recursive=*/false, pending.specs);
   addTree("kernels/", fs::path(out_dir) / "kernels", /*recursive=*/false,

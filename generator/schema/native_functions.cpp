@@ -658,12 +658,17 @@ bool NativeFunction::canHaveBackendKernel() const {
 }
 
 SchemaRegistry SchemaRegistry::load(const std::string& path) {
-  auto text = readFile(path);
-  if (!text) {
-    throw AccgenError(ExitCode::kInvalidInput,
-                      path + ": error: cannot read native_functions.yaml");
+  // Read as an input (bounded, never blocking): torch's own file is under
+  // 1 MiB.
+  InputFile file = readInputFile(path);
+  if (file.status != InputFile::Status::kRead) {
+    throw AccgenError(
+        ExitCode::kInvalidInput,
+        path + ": error: cannot read native_functions.yaml" +
+            (file.status == InputFile::Status::kError ? ": " + file.error
+                                                      : std::string()));
   }
-  return loadFromString(*text, path);
+  return loadFromString(file.text, path);
 }
 
 SchemaRegistry SchemaRegistry::loadFromString(std::string_view text,

@@ -622,6 +622,22 @@ TEST_F(CliHardening, HugeFileInTheOutputTreeIsNotRead) {
   EXPECT_LT(fs::file_size(header), std::uintmax_t{1} << 20);
 }
 
+// --schemas is read as an input: a FIFO is refused, not waited on, and a
+// file past the bound is refused unread; both exit 3 with the reason.
+TEST_F(CliHardening, SchemasFileIsReadAsAnInput) {
+  ASSERT_EQ(::mkfifo((dir_ / "nf.yaml").c_str(), 0644), 0);
+  Result fifo = run("validate --specs specs --schemas nf.yaml");
+  EXPECT_EQ(fifo.code, 3);
+  EXPECT_EQ(fifo.err.rfind("nf.yaml: error: ", 0), 0u) << fifo.err;
+  fs::remove(dir_ / "nf.yaml");
+  std::ofstream(dir_ / "nf.yaml").close();
+  fs::resize_file(dir_ / "nf.yaml", std::uintmax_t{100} << 20);
+  Result huge = run("generate --specs specs --out out --schemas nf.yaml");
+  EXPECT_EQ(huge.code, 3);
+  EXPECT_NE(huge.err.find("file too large"), std::string::npos) << huge.err;
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+}
+
 TEST_F(CliHardening, DeviceSpecIsNotRead) {
   fs::create_symlink("/dev/zero", spec("operators.yaml"));
   Result r = run("generate --specs specs --out out");
