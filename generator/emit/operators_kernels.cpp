@@ -59,13 +59,16 @@ std::string callArgsRenaming(const schema::CppSignature& sig,
 
 // The results of a functional call as template data: their variables and
 // how each is taken from the value holding them all.
+// A holder of shapes (ShapeCache::Results) is indexed; one of tensors is a
+// tensor or a tuple of them.
 json resultsData(const std::vector<std::string>& names,
-                 const std::string& holder) {
+                 const std::string& holder, bool shapes = false) {
   json results = json::array();
   for (std::size_t i = 0; i < names.size(); ++i) {
-    std::string get = names.size() == 1 ? holder
-                                        : "std::get<" + std::to_string(i) +
-                                              ">(" + holder + ")";
+    std::string get = shapes ? holder + "[" + std::to_string(i) + "]"
+                      : names.size() == 1 ? holder
+                                          : "std::get<" + std::to_string(i) +
+                                                ">(" + holder + ")";
     results.push_back({{"var", names[i]}, {"get", get}});
   }
   return results;
@@ -78,20 +81,25 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
-// The Meta computation of a functional member's results: its C++ meta
-// function in structured groups, else its Meta kernel through the
-// dispatcher.
+// The result shapes of a functional member: its Meta computation (its C++
+// meta function in structured groups, else its Meta kernel through the
+// dispatcher), kept by the wrapper's shape cache for the arguments' key.
 std::string shapeCall(const model::Registration& r,
                       std::vector<std::string>& headers) {
+  std::string meta;
   if (hasCppMeta(*r.function)) {
     headers.push_back(metaHeader(r.schema()));
-    return metaFunction(r.schema(), r.signature) + "(" +
+    meta = metaFunction(r.schema(), r.signature) + "(" +
+           callArgs(r.signature, "toMeta") + ")";
+  } else {
+    headers.push_back(opsHeader(r.schema()));
+    meta = opsStruct(r.schema()) +
+           "::redispatch(c10::DispatchKeySet(c10::DispatchKey::Meta), " +
            callArgs(r.signature, "toMeta") + ")";
   }
-  headers.push_back(opsHeader(r.schema()));
-  return opsStruct(r.schema()) +
-         "::redispatch(c10::DispatchKeySet(c10::DispatchKey::Meta), " +
-         callArgs(r.signature, "toMeta") + ")";
+  const std::string args = callArgs(r.signature);
+  return "resultShapes(shape_cache, [&] { return " + meta + "; }" +
+         (args.empty() ? "" : ", " + args) + ")";
 }
 
 // Note [One kernel for a group]
@@ -131,7 +139,7 @@ json kernelWrapper(const model::Operator& op, const model::Registration& m,
       std::vector<std::string> outs = outNames(p.signature);
       derivation = "functional_from_out";
       shape_call = shapeCall(m, headers);
-      results = resultsData(outs, "shapes");
+      results = resultsData(outs, "shapes", /*shapes=*/true);
       single_result = outs.size() == 1;
       result_vars = joined(outs);
       break;

@@ -291,12 +291,15 @@ TEST_F(OperatorFiles, KernelGroupsDeriveFromTheirPrimary) {
                   "at::Tensor kernel_mm(const at::Tensor& self, const "
                   "at::Tensor& mat2);"));
   const std::string& reg = files.at("csrc/ops/RegisterKernels.cpp");
-  // Functional from out=: meta shapes, then the out= kernel.
+  // Functional from out=: meta shapes (kept for the arguments' key), then
+  // the out= kernel.
   EXPECT_TRUE(has(reg,
-                  "  const auto shapes = at::meta::mul(toMeta(self), "
-                  "toMeta(other));\n  at::Tensor out = emptyLike(shapes, "
-                  "deviceOf(self));\n  kernels::kernel_mul_out(self, other, "
-                  "out);\n  return out;"))
+                  "  static ShapeCache shape_cache;\n"
+                  "  const ShapeCache::Results shapes = resultShapes("
+                  "shape_cache, [&] { return at::meta::mul(toMeta(self), "
+                  "toMeta(other)); }, self, other);\n  at::Tensor out = "
+                  "emptyLike(shapes[0], deviceOf(self));\n  "
+                  "kernels::kernel_mul_out(self, other, out);\n  return out;"))
       << reg;
   // In-place from out=: self as out.
   EXPECT_TRUE(has(reg,

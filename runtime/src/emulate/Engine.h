@@ -162,14 +162,6 @@ void raiseDeferredWarnings();
 /// Work of at most this many bytes on an idle stream runs at once.
 inline constexpr std::size_t kInlineBytes = std::size_t{1} << 20;
 
-/// A device tensor of this geometry straight from the device allocator, on
-/// the current device (Aliases.cpp).
-at::Tensor allocateResult(at::IntArrayRef sizes, at::IntArrayRef strides,
-                          at::ScalarType dtype);
-
-/// The start of every shape key: torch's default dtypes (Engine.cpp).
-void keyDefaults(ShapeCache::Key& key);
-
 /// Runs the boxed call on top of `stack` by `rule` (Boxed.cpp).
 void runStack(Rule& rule, torch::jit::Stack* stack);
 

@@ -46,7 +46,7 @@ namespace accgen::runtime {
 /// hold `buffers`, in order with the stream's work, and keeps `args` alive
 /// until it ran. Note [Work on an idle stream]: the runtime's own kernels
 /// (copies) follow a kernel whose caller waited for it, so the stream is
-/// mostly idle; then the kernel runs at once (accLaunchKernelSync, on the
+/// mostly idle; then the kernel runs at once (accLaunchIfIdle, on the
 /// calling thread in the emulator), which spares the hand-off to the
 /// stream's worker that the next operator would wait for, and keeps the
 /// kernel's CPU code on the caller's thread pools. On a busy stream it is
@@ -54,10 +54,22 @@ namespace accgen::runtime {
 template <class Args, accError_t (*Run)(Args&)>
 void launchOwning(accStream_t stream, std::unique_ptr<Args> args,
                   c10::ArrayRef<const void*> buffers) {
-  if (accStreamQuery(stream) == accSuccess) {
-    ACCGEN_CHECK(accLaunchKernelSync(
-        stream, [](void* data) { return Run(*static_cast<Args*>(data)); },
-        args.get(), buffers.data(), buffers.size()));
+  // One driver call when the stream is idle: accLaunchIfIdle runs the
+  // kernel at once, or declines (accErrorNotReady) without running it.
+  struct Inline {
+    Args* args;
+    bool ran;
+  } at_once{args.get(), false};
+  const accError_t launched = accLaunchKernelEx(
+      stream,
+      [](void* data) {
+        auto* run = static_cast<Inline*>(data);
+        run->ran = true;
+        return Run(*run->args);
+      },
+      &at_once, buffers.data(), buffers.size(), accLaunchIfIdle);
+  if (at_once.ran || launched != accErrorNotReady) {
+    ACCGEN_CHECK(launched);
     return;
   }
   ACCGEN_CHECK(accLaunchKernel(

@@ -11,6 +11,7 @@
 #include <ATen/core/List.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_strided.h>
+#include <c10/core/DeviceGuard.h>
 
 #include "accgen/runtime/Emulate.h"
 #include "accgen/runtime/Runtime.h"
@@ -97,6 +98,43 @@ inline c10::Device deviceOf() {
 inline at::Tensor emptyLike(const at::Tensor& meta, c10::Device device) {
   return at::empty_strided(meta.sizes(), meta.strides(),
                            meta.options().device(device));
+}
+
+using ShapeCache = emulate::detail::ShapeCache;
+
+/// The result shapes of a derived functional form: `meta()` (its Meta
+/// computation over toMeta'd arguments), or the answer `cache` kept for an
+/// earlier call with arguments of the same key (Note [Shape cache] in
+/// src/emulate/Engine.cpp). A Meta computation that raises raises here,
+/// and nothing is kept.
+template <class Meta, class... Args>
+ShapeCache::Results resultShapes(ShapeCache& cache, Meta&& meta,
+                                 const Args&... args) {
+  ShapeCache::Results shapes;
+  ShapeCache::Key key;
+  emulate::detail::keyDefaults(key);
+  const bool keyed = (emulate::detail::keyArg(key, args) && ...);
+  if (keyed && cache.lookup(key, shapes)) {
+    return shapes;
+  }
+  emulate::detail::collectShapes(meta(), shapes);
+  if (keyed) {
+    cache.insert(std::move(key), shapes);
+  }
+  return shapes;
+}
+
+// A new device tensor of a result shape, straight from the device's
+// allocator (no dispatch).
+inline at::Tensor emptyLike(const ShapeCache::Result& shape,
+                            c10::Device device) {
+  if (device.index() == currentDevice()) {
+    return emulate::detail::allocateResult(shape.sizes, shape.strides,
+                                           shape.dtype);
+  }
+  const c10::DeviceGuard guard(device);
+  return emulate::detail::allocateResult(shape.sizes, shape.strides,
+                                         shape.dtype);
 }
 
 }  // namespace accgen::runtime::wrappers

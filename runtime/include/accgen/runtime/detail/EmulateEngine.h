@@ -164,6 +164,14 @@ class ShapeCache {
   std::size_t next_ = 0;
 };
 
+/// The start of every shape key: torch's default dtypes (Engine.cpp).
+void keyDefaults(ShapeCache::Key& key);
+
+/// A device tensor of this geometry straight from the device allocator, on
+/// the current device (Aliases.cpp).
+at::Tensor allocateResult(at::IntArrayRef sizes, at::IntArrayRef strides,
+                          at::ScalarType dtype);
+
 /// Appends the Note [Shape cache] key of one argument; false for arguments
 /// that are not keyed (the call then always computes its shapes).
 bool keyArg(ShapeCache::Key& key, const at::Tensor& t);

@@ -28,8 +28,9 @@ using namespace ::accgen::runtime::wrappers;
 at::Tensor wrapper_fill_Scalar(const at::Tensor& self, const at::Scalar& value) {
   const c10::OptionalDeviceGuard device_guard(at::device_of(self));
   checkArguments(self);
-  const auto shapes = at::_ops::fill_Scalar::redispatch(c10::DispatchKeySet(c10::DispatchKey::Meta), toMeta(self), value);
-  at::Tensor result = emptyLike(shapes, deviceOf(self));
+  static ShapeCache shape_cache;
+  const ShapeCache::Results shapes = resultShapes(shape_cache, [&] { return at::_ops::fill_Scalar::redispatch(c10::DispatchKeySet(c10::DispatchKey::Meta), toMeta(self), value); }, self, value);
+  at::Tensor result = emptyLike(shapes[0], deviceOf(self));
   result.copy_(self);
   kernels::kernel_fill__Scalar(result, value);
   return result;
@@ -72,8 +73,9 @@ at::Tensor& wrapper_mul_out(const at::Tensor& self, const at::Tensor& other, at:
 at::Tensor wrapper_sub_Tensor(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   const c10::OptionalDeviceGuard device_guard(at::device_of(self));
   checkArguments(self, other);
-  const auto shapes = at::meta::sub(toMeta(self), toMeta(other), alpha);
-  at::Tensor out = emptyLike(shapes, deviceOf(self));
+  static ShapeCache shape_cache;
+  const ShapeCache::Results shapes = resultShapes(shape_cache, [&] { return at::meta::sub(toMeta(self), toMeta(other), alpha); }, self, other, alpha);
+  at::Tensor out = emptyLike(shapes[0], deviceOf(self));
   kernels::kernel_sub_out(self, other, alpha, out);
   return out;
 }
