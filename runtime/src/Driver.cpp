@@ -4,7 +4,6 @@
 #include "accgen/runtime/Driver.h"
 
 #include <cstring>
-#include <mutex>
 #include <string>
 
 #include <c10/util/Exception.h>
@@ -53,15 +52,19 @@ void throwDriverError(accError_t error, const char* call, const char* file,
 }  // namespace detail
 
 void initDriver() noexcept {
-  static std::once_flag once;
-  std::call_once(once, [] {
+  // A function-local static: after the first call, one load of its guard
+  // (std::call_once reads several thread-locals on every call, and this
+  // runs several times per operator).
+  static const bool initialized = [] {
     accInitParams params{};
     params.deviceCount = kDefaultDeviceCount;
     params.memoryPerDevice = kDefaultMemoryBytes;
     // accErrorNotInitialized means someone used the driver first; it keeps
     // the settings it started with, which is all we could do anyway.
     (void)accInit(&params);
-  });
+    return true;
+  }();
+  (void)initialized;
 }
 
 c10::DeviceIndex deviceCount() noexcept {

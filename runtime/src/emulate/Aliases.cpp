@@ -1,4 +1,5 @@
 // Host aliases of device tensors, and results back on the device.
+#include <array>
 #include <cstring>
 #include <memory>
 
@@ -25,6 +26,36 @@ at::Tensor tensorOver(c10::Storage storage, c10::DispatchKey key,
   t.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides,
                                                  storage_offset);
   return t;
+}
+
+// Note [Host storage reuse]
+// A host alias's storage holds nothing of the device storage but its data
+// pointer and size. Each thread keeps the last few it made, and points one
+// that nothing holds any more (no tensor, no queued kernel, no weak
+// reference) at the next device memory to alias, which spares a heap
+// allocation and release per tensor argument of every emulated call. A
+// storage a CPU kernel moved to host memory (an out= it grew) releases
+// that memory when it is pointed elsewhere.
+c10::Storage hostStorage(void* data, std::size_t nbytes) {
+  constexpr std::size_t kKept = 8;
+  thread_local std::array<c10::intrusive_ptr<c10::StorageImpl>, kKept> kept;
+  thread_local std::size_t next = 0;
+  for (c10::intrusive_ptr<c10::StorageImpl>& impl : kept) {
+    if (impl && impl.use_count() == 1 && impl.weak_use_count() == 1) {
+      impl->set_data_ptr_noswap(c10::DataPtr(data, c10::Device(c10::kCPU)));
+      impl->set_nbytes(nbytes);
+      return c10::Storage(impl);
+    }
+  }
+  // Resizable through the CPU allocator: an out= argument that the CPU
+  // kernel grows moves to host memory and is copied back once.
+  auto fresh = c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), nbytes,
+      c10::DataPtr(data, c10::Device(c10::kCPU)), c10::GetAllocator(c10::kCPU),
+      /*resizable=*/true);
+  kept[next] = fresh;
+  next = (next + 1) % kKept;
+  return c10::Storage(std::move(fresh));
 }
 
 struct PendingCopies {
@@ -224,12 +255,7 @@ at::Tensor AliasSet::alias(const at::Tensor& device, bool written,
   }
   if (!host_storage) {
     void* data = impl->mutable_data();
-    // Resizable through the CPU allocator: an out= argument that the CPU
-    // kernel grows moves to host memory and is copied back once.
-    host_storage = c10::Storage(c10::make_intrusive<c10::StorageImpl>(
-        c10::StorageImpl::use_byte_size_t(), impl->nbytes(),
-        c10::DataPtr(data, c10::Device(c10::kCPU)),
-        c10::GetAllocator(c10::kCPU), /*resizable=*/true));
+    host_storage = hostStorage(data, impl->nbytes());
     storages_.emplace_back(impl, host_storage);
     if (data != nullptr) {
       buffers_.push_back(data);
