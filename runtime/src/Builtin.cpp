@@ -43,6 +43,7 @@
 #include <c10/core/StorageImpl.h>
 #include <torch/library.h>
 
+#include "Internal.h"
 #include "accgen/runtime/Driver.h"
 #include "accgen/runtime/Emulate.h"
 #include "accgen/runtime/Registration.h"
@@ -461,6 +462,71 @@ void wrapper_record_stream(at::Tensor& self, at::Stream stream) {
 
 }  // namespace
 
+// Note [Parameters keep their identity across .to()]
+// nn.Module._apply moves a parameter with `param.data = moved`, which keeps
+// the Parameter object (tied weights stay one object, an optimizer built
+// before the move keeps working), only when
+// torch._has_compatible_shallow_copy_type(param, moved) holds; otherwise it
+// makes a new Parameter per module, and ties come apart. c10's rule for it
+// (TensorImpl::has_compatible_shallow_copy_type) counts dense and sparse
+// tensors of CPU, CUDA and the other in-tree devices and leaves PrivateUse1
+// to its backend, whose kernel of the operator the dispatcher picks when
+// either tensor is on the device. Here the device counts as one more such
+// backend: c10's rule, with the device's tensors taken for CPU ones.
+namespace {
+
+c10::DispatchKeySet asCpu(c10::DispatchKeySet keys) {
+  constexpr auto device_bit = c10::BackendComponent::PrivateUse1Bit;
+  if (!keys.has_backend(device_bit)) {
+    return keys;
+  }
+  return keys.remove_backend(device_bit) |
+         c10::DispatchKeySet(c10::BackendComponent::CPUBit);
+}
+
+}  // namespace
+
+namespace detail {
+
+bool hasCompatibleShallowCopyType(const at::Tensor& self,
+                                  const at::Tensor& from) {
+  const c10::DispatchKeySet self_keys = asCpu(self.key_set());
+  const c10::DispatchKeySet from_keys = asCpu(from.key_set());
+  if (self_keys == self.key_set()) {
+    return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(
+        from_keys);
+  }
+  if (from_keys == from.key_set()) {
+    return from.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(
+        self_keys);
+  }
+  // Both on the device: c10's rule for two tensors of one backend, by the
+  // kind of tensor (strided, sparse, sparse compressed; quantized ones only
+  // with their own key set).
+  const auto kind = [](const at::Tensor& t) {
+    if (t.is_quantized()) {
+      return -1;
+    }
+    switch (t.layout()) {
+      case c10::kStrided:
+        return 0;
+      case c10::kSparse:
+        return 1;
+      case c10::kSparseCsr:
+      case c10::kSparseCsc:
+      case c10::kSparseBsr:
+      case c10::kSparseBsc:
+        return 2;
+      default:
+        return -1;
+    }
+  };
+  return self_keys == from_keys ||
+         (kind(self) >= 0 && kind(self) == kind(from));
+}
+
+}  // namespace detail
+
 at::Tensor emptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride,
                         c10::ScalarType dtype, c10::DeviceIndex device) {
   const c10::DeviceGuard guard(at::Device(kDeviceType, device));
@@ -485,6 +551,8 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // Not in the builtin set of the specs: the allocator's business rather
   // than an operator a vendor implements, so every backend has it.
   m.impl("record_stream", TORCH_FN(wrapper_record_stream));
+  m.impl("_has_compatible_shallow_copy_type",
+         TORCH_FN(detail::hasCompatibleShallowCopyType));
 }
 // --8<-- [end:builtin-registrations]
 

@@ -10,6 +10,7 @@ struct DeviceGuardImplInterface;
 }  // namespace c10::impl
 
 namespace at {
+class Tensor;
 struct PrivateUse1HooksInterface;
 }  // namespace at
 
@@ -33,5 +34,11 @@ void registerProfiler();
 /// the last call, one per line (Note [Queued operators] in
 /// src/emulate/Launch.cpp); empty if none.
 std::string takeDeferredErrors();
+
+/// The device's kernel of aten::_has_compatible_shallow_copy_type, for its
+/// dense, sparse and sparse compressed tensors (Note [Parameters keep their
+/// identity across .to()] in Builtin.cpp).
+bool hasCompatibleShallowCopyType(const at::Tensor& self,
+                                  const at::Tensor& from);
 
 }  // namespace accgen::runtime::detail

@@ -49,6 +49,7 @@
 #include <torch/library.h>
 
 #include "Guarded.h"
+#include "Internal.h"
 #include "accgen/runtime/Registration.h"
 #include "accgen/runtime/Runtime.h"
 
@@ -211,6 +212,8 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
 ACCGEN_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("_coalesced_", TORCH_FN(at::native::_coalesced_sparse_));
+  m.impl("_has_compatible_shallow_copy_type",
+         TORCH_FN(detail::hasCompatibleShallowCopyType));
   m.impl("_dimI", TORCH_FN(at::native::sparse_dim_sparse));
   m.impl("_dimV", TORCH_FN(at::native::dense_dim_sparse));
   m.impl("_indices", TORCH_FN(at::native::_indices_sparse));
@@ -237,6 +240,8 @@ ACCGEN_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
 }
 
 ACCGEN_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
+  m.impl("_has_compatible_shallow_copy_type",
+         TORCH_FN(detail::hasCompatibleShallowCopyType));
   m.impl("_nnz", TORCH_FN(at::native::_nnz_sparse_csr));
   m.impl("ccol_indices", TORCH_FN(at::native::ccol_indices_sparse_csr));
   m.impl("col_indices", TORCH_FN(at::native::col_indices_sparse_csr));

@@ -79,6 +79,41 @@ TEST(Tensors, RoundTripThroughDeviceMemory) {
   EXPECT_TRUE(at::equal(device.to(kDevice0).cpu(), host));
 }
 
+// Note [Parameters keep their identity across .to()] in src/Builtin.cpp:
+// c10's own rule leaves the device out (while it holds, the runtime's
+// kernel of the operator is what keeps nn.Module parameters across .to()),
+// and the kernel counts the device as a backend like the CPU.
+TEST(Tensors, DeviceTensorsShallowCopyLikeCpuOnes) {
+  const at::Tensor cpu = at::ones({2, 3});
+  const at::Tensor device = cpu.to(kDevice0);
+  EXPECT_FALSE(cpu.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(
+      device.key_set()))
+      << "c10 now counts PrivateUse1 itself: the runtime's "
+         "_has_compatible_shallow_copy_type kernel can go";
+  EXPECT_TRUE(at::_has_compatible_shallow_copy_type(cpu, device));
+  EXPECT_TRUE(at::_has_compatible_shallow_copy_type(device, cpu));
+  EXPECT_TRUE(at::_has_compatible_shallow_copy_type(device, device.t()));
+  EXPECT_TRUE(at::_has_compatible_shallow_copy_type(device, cpu.to(kDevice1)));
+  // Sparse with sparse, never with dense.
+  const at::Tensor sparse = device.to_sparse();
+  EXPECT_TRUE(at::_has_compatible_shallow_copy_type(sparse, cpu.to_sparse()));
+  EXPECT_FALSE(at::_has_compatible_shallow_copy_type(sparse, device));
+  EXPECT_FALSE(at::_has_compatible_shallow_copy_type(cpu, sparse));
+  // Quantized with nothing but its own kind.
+  const at::Tensor quantized =
+      at::quantize_per_tensor(device, 0.1, 0, at::kQInt8);
+  EXPECT_FALSE(at::_has_compatible_shallow_copy_type(quantized, device));
+  EXPECT_FALSE(at::_has_compatible_shallow_copy_type(cpu, quantized));
+  // What nn.Module._apply then does: the object keeps its identity and
+  // moves to the device.
+  at::Tensor param = at::ones({2, 3}).set_requires_grad(true);
+  const c10::TensorImpl* before = param.unsafeGetTensorImpl();
+  param.set_data(param.detach().to(kDevice0));
+  EXPECT_EQ(param.unsafeGetTensorImpl(), before);
+  EXPECT_EQ(param.device(), kDevice0);
+  EXPECT_TRUE(param.requires_grad());
+}
+
 TEST(Operators, EmulatedAndFallbackMatchTheCpu) {
   const at::Tensor a = at::randn({5, 7});
   const at::Tensor b = at::randn({5, 7});
