@@ -10,12 +10,12 @@
 // elements of `self` (any strides) and stores the value, asynchronously on
 // the current stream, the way a kernel on real hardware would run. Its
 // parameters travel with the launch and the kernel frees them.
-#include <array>
 #include <cstdint>
 
 #include <ATen/Dispatch_v2.h>
 #include <ATen/core/Tensor.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/util/SmallVector.h>
 
 #include "csrc/Backend.h"
 #include "csrc/ops/KernelDecls.h"
@@ -23,21 +23,21 @@
 namespace accel::kernels {
 namespace {
 
-constexpr int kMaxDims = 25;
-
+// Any number of dimensions, as on the CPU: the ones of size 1 move no
+// offset and are left out.
 template <class T>
 struct FillLaunch {
   T* data;
   T value;
   int dims;
-  std::array<int64_t, kMaxDims> sizes;
-  std::array<int64_t, kMaxDims> strides;
+  c10::SmallVector<int64_t, 6> sizes;
+  c10::SmallVector<int64_t, 6> strides;
 };
 
 template <class T>
 accError_t fillKernel(void* user_data) {
   auto* p = static_cast<FillLaunch<T>*>(user_data);
-  std::array<int64_t, kMaxDims> index{};
+  c10::SmallVector<int64_t, 6> index(p->dims, 0);
   int64_t numel = 1;
   for (int d = 0; d < p->dims; ++d) {
     numel *= p->sizes[d];
@@ -65,18 +65,18 @@ at::Tensor& kernel_fill__Scalar(at::Tensor& self, const at::Scalar& value) {
   if (self.numel() == 0) {
     return self;
   }
-  TORCH_CHECK(self.dim() <= kMaxDims, "fill_: at most ", kMaxDims,
-              " dimensions on accel, got ", self.dim());
   const c10::DeviceGuard guard(self.device());
   AT_DISPATCH_V2(
       self.scalar_type(), "fill_", AT_WRAP([&] {
         auto* launch = new FillLaunch<scalar_t>{
-            self.data_ptr<scalar_t>(), value.to<scalar_t>(),
-            static_cast<int>(self.dim()), {}, {}};
+            self.data_ptr<scalar_t>(), value.to<scalar_t>(), 0, {}, {}};
         for (int64_t d = 0; d < self.dim(); ++d) {
-          launch->sizes[d] = self.size(d);
-          launch->strides[d] = self.stride(d);
+          if (self.size(d) != 1) {
+            launch->sizes.push_back(self.size(d));
+            launch->strides.push_back(self.stride(d));
+          }
         }
+        launch->dims = static_cast<int>(launch->sizes.size());
         const void* buffers[] = {self.storage().data()};
         const accError_t error =
             accLaunchKernel(currentNativeStream(self.device().index()),

@@ -83,12 +83,23 @@ json hookEntry(const std::string& name, const char* function) {
           {"hook", function}, {"is_hook", true}, {"ops", ""}};
 }
 
-// The emulated operators, and the hook operators the spec does not give a
-// kernel of their own. A hook's group brings no other member: the other
-// forms (convolution_overrideable.out) are composites of the hook.
+// The emulated operators, the hook operators the spec does not give a
+// kernel of their own, and, under the `emulate` global fallback, the
+// shadowed operators it does not list. A hook's group brings no other
+// member: the other forms (convolution_overrideable.out) are composites of
+// the hook.
 void appendEmulate(const model::Backend& backend,
                    std::vector<OutputFile>& files) {
   std::vector<std::pair<std::string, const model::Registration*>> members;
+  std::vector<std::pair<std::string, std::string>> shadowed;  // name, ops
+  if (backend.fallback() == spec::FallbackPolicy::kEmulate) {
+    for (const model::ShadowedOperator& op : model::shadowedOperators()) {
+      if (backend.findRegistration(op.name) == nullptr) {
+        members.emplace_back(op.name, nullptr);
+        shadowed.emplace_back(op.name, op.ops);
+      }
+    }
+  }
   for (const auto& op : backend.operators()) {
     if (op.kind != spec::OpKind::kEmulate) continue;
     const bool hook_group =
@@ -117,8 +128,20 @@ void appendEmulate(const model::Backend& backend,
         std::min(members.size(), (k + 1) * kEmulateShardSize);
     for (std::size_t i = k * kEmulateShardSize; i < end; ++i) {
       const auto& [name, registration] = members[i];
+      const auto shadow =
+          std::find_if(shadowed.begin(), shadowed.end(),
+                       [&](const auto& o) { return o.first == name; });
       if (const char* hook = model::hookFunction(name)) {
         entries.push_back(hookEntry(name, hook));
+      } else if (shadow != shadowed.end()) {
+        entries.push_back({{"name", name},
+                           {"shape", ""},
+                           {"has_shape", false},
+                           {"hook", ""},
+                           {"is_hook", false},
+                           {"ops", "at::_ops::" + shadow->second}});
+        headers.push_back("ATen/ops/" + name.substr(0, name.find('.')) +
+                          "_ops.h");
       } else {
         entries.push_back(emulateEntry(*registration, headers, shapes));
       }

@@ -247,4 +247,13 @@ const std::vector<HookOperator>& hookOperators();
 /// any other operator.
 const char* hookFunction(const std::string& full_name);
 
+/// The operators whose CompositeExplicitAutograd kernel refuses the device
+/// and so shadows the global fallback (Note [The runtime's operator sets]),
+/// by full name, with their at::_ops struct ("mode_values").
+struct ShadowedOperator {
+  const char* name;
+  const char* ops;
+};
+const std::vector<ShadowedOperator>& shadowedOperators();
+
 }  // namespace accgen::model

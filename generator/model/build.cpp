@@ -921,6 +921,15 @@ const std::vector<HookOperator>& hookOperators() {
   return kHooks;
 }
 
+const std::vector<ShadowedOperator>& shadowedOperators() {
+  static const std::vector<ShadowedOperator> kShadowed = {
+#define ACCGEN_SHADOWED(name, ops) {name, #ops},
+#include "runtime/include/accgen/runtime/OperatorSets.def"
+#undef ACCGEN_SHADOWED
+  };
+  return kShadowed;
+}
+
 const char* hookFunction(const std::string& full_name) {
   for (const HookOperator& hook : hookOperators()) {
     if (full_name == hook.name) return hook.function;

@@ -19,9 +19,12 @@
 #include <memory>
 #include <vector>
 
+#include <ATen/Context.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/CachingHostAllocator.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/native/ResizeCommon.h>
+#include <ATen/native/TensorFactories.h>
 #include <ATen/ops/_copy_from_and_resize_ops.h>
 #include <ATen/ops/_copy_from_ops.h>
 #include <ATen/ops/_local_scalar_dense.h>
@@ -329,6 +332,25 @@ at::Tensor& setStorage(at::Tensor& self, c10::Storage source,
 
 // ---------------------------------------------------------- wrappers
 
+// Note [Deterministic fills]
+// Under torch.use_deterministic_algorithms(True) with
+// torch.utils.deterministic.fill_uninitialized_memory (its default), the CPU
+// and CUDA fill the memory that empty and resize_ hand out uninitialized:
+// NaN for floating point, the largest value for integers. The device does
+// the same, so that a program reads the same values on either.
+bool fillsUninitialized() {
+  const at::Context& context = at::globalContext();
+  return context.deterministicAlgorithms() &&
+         context.deterministicFillUninitializedMemory();
+}
+
+at::Tensor filledIfDeterministic(at::Tensor t) {
+  if (C10_UNLIKELY(fillsUninitialized())) {
+    at::native::fill_empty_deterministic_(t);
+  }
+  return t;
+}
+
 at::Tensor wrapper_empty_memory_format(
     c10::SymIntArrayRef size, std::optional<at::ScalarType> dtype,
     std::optional<at::Layout> layout, std::optional<at::Device> device,
@@ -339,9 +361,9 @@ at::Tensor wrapper_empty_memory_format(
   TORCH_CHECK(!pin_memory.value_or(false),
               "Only dense CPU tensors can be pinned");
   const c10::DeviceGuard guard(device.value_or(at::Device(kDeviceType)));
-  return at::detail::empty_generic(C10_AS_INTARRAYREF_SLOW(size),
-                                   getTensorAllocator(), kDeviceKeySet,
-                                   c10::dtype_or_default(dtype), memory_format);
+  return filledIfDeterministic(at::detail::empty_generic(
+      C10_AS_INTARRAYREF_SLOW(size), getTensorAllocator(), kDeviceKeySet,
+      c10::dtype_or_default(dtype), memory_format));
 }
 
 at::Tensor wrapper_empty_strided(c10::SymIntArrayRef size,
@@ -354,10 +376,10 @@ at::Tensor wrapper_empty_strided(c10::SymIntArrayRef size,
               " supports strided tensors only, got layout ", *layout);
   TORCH_CHECK(!pin_memory.value_or(false),
               "Only dense CPU tensors can be pinned");
-  return emptyStrided(
+  return filledIfDeterministic(emptyStrided(
       C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride),
       c10::dtype_or_default(dtype),
-      device.has_value() ? device->index() : c10::DeviceIndex{-1});
+      device.has_value() ? device->index() : c10::DeviceIndex{-1}));
 }
 
 at::Tensor wrapper_as_strided(const at::Tensor& self, c10::SymIntArrayRef size,
@@ -385,12 +407,17 @@ const at::Tensor& wrapper_resize_(
     const at::Tensor& self, c10::SymIntArrayRef size,
     std::optional<at::MemoryFormat> memory_format) {
   const c10::DeviceGuard guard(self.device());
+  const auto old_nbytes = static_cast<int64_t>(self.storage().nbytes());
   resizeTensor(self.unsafeGetTensorImpl(), C10_AS_INTARRAYREF_SLOW(size),
                std::nullopt);
   if (memory_format.has_value()) {
     TORCH_CHECK(*memory_format != at::MemoryFormat::Preserve,
                 "Unsupported memory format ", *memory_format);
     self.unsafeGetTensorImpl()->empty_tensor_restride(*memory_format);
+  }
+  if (C10_UNLIKELY(fillsUninitialized())) {
+    // Only what the storage gained (Note [Deterministic fills]).
+    at::native::fill_resize_deterministic_(self, old_nbytes);
   }
   return self;
 }

@@ -85,7 +85,7 @@ void cpuFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   // Note [Device misuse] in src/emulate/Aliases.cpp: the copies would hide what
   // the device would refuse.
   const auto args = torch::jit::last(*stack, op.schema().arguments().size());
-  emulate::checkSameDevice(args);
+  emulate::checkSameDevice(args, op.schema());
   for (const c10::IValue& arg : args) {
     if (arg.isTensor()) {
       emulate::checkInBounds(arg.toTensor());

@@ -171,7 +171,20 @@ TEST_F(OperatorFiles, OnlyBuiltinsGiveAutocastTheFallbackAndTheHooks) {
                                  "\", TORCH_FN(" + hook.function + "));"))
         << hook.name;
   }
-  EXPECT_FALSE(has(emulate, "emulate::kernel<"));
+  // Under the emulate fallback, the operators whose composite kernel would
+  // refuse the device are emulated too, and nothing else.
+  std::size_t emulated = 0;
+  for (std::size_t at = emulate.find("emulate::kernel<");
+       at != std::string::npos; at = emulate.find("emulate::kernel<", at + 1)) {
+    ++emulated;
+  }
+  EXPECT_EQ(emulated, model::shadowedOperators().size());
+  for (const auto& op : model::shadowedOperators()) {
+    EXPECT_TRUE(has(emulate, std::string("m.impl(\"") + op.name +
+                                 "\", emulate::kernel<at::_ops::" + op.ops +
+                                 ">());"))
+        << op.name;
+  }
   // The default global policy: the emulate fallback.
   EXPECT_TRUE(has(files.at("csrc/ops/RegisterFallback.cpp"),
                   "m.fallback(torch::CppFunction::"
@@ -276,7 +289,21 @@ TEST_F(OperatorFiles, EmulateRegistrationsAreShardedInOrder) {
       ++count;
     }
   }
-  EXPECT_EQ(count, 131);
+  EXPECT_EQ(count, 132);
+}
+
+TEST_F(OperatorFiles, ShadowedOperatorsFollowTheSpec) {
+  // Listed in the spec: its own registration, not the runtime's emulation.
+  const auto listed =
+      rendered(backend(std::string("operators:\n") + kBuiltins +
+                       "  - {op: mode.values, kind: fallback}\n"));
+  EXPECT_FALSE(
+      has(listed.at("csrc/ops/RegisterEmulate_0.cpp"), "\"mode.values\""));
+  // Another global fallback: left to the composite kernel, which raises.
+  const auto cpu = rendered(backend(std::string("operators:\n") + kBuiltins,
+                                    "device: accel\nfallback: cpu\n"));
+  EXPECT_FALSE(
+      has(cpu.at("csrc/ops/RegisterEmulate_0.cpp"), "\"mode.values\""));
 }
 
 TEST_F(OperatorFiles, KernelGroupsDeriveFromTheirPrimary) {

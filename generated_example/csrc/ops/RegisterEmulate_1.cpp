@@ -8,7 +8,9 @@
 // function; how it runs is the runtime's decision (Note [How an emulated
 // operator runs] in docs/operators.md).
 // The hook operators (convolution, fused attention) run the runtime's
-// emulation (accgen/runtime/HookOps.h) until the spec gives them a kernel.
+// emulation (accgen/runtime/HookOps.h) until the spec gives them a kernel;
+// under the `emulate` global fallback, so do the operators whose composite
+// kernel would refuse the device (Note [The runtime's operator sets]).
 // Moving an operator to real hardware is one word in specs/operators.yaml:
 // kind emulate becomes kernel.
 #include <ATen/ops/lerp_meta_dispatch.h>
@@ -39,6 +41,7 @@
 #include <ATen/ops/minimum_ops.h>
 #include <ATen/ops/mm_meta_dispatch.h>
 #include <ATen/ops/mm_ops.h>
+#include <ATen/ops/mode_ops.h>
 #include <ATen/ops/mse_loss_backward_ops.h>
 #include <ATen/ops/mse_loss_meta_dispatch.h>
 #include <ATen/ops/mse_loss_ops.h>
@@ -402,6 +405,7 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("minimum.out", emulate::kernel<at::_ops::minimum_out>());
   m.impl("mm", emulate::kernel<at::_ops::mm, &shape_mm>());
   m.impl("mm.out", emulate::kernel<at::_ops::mm_out>());
+  m.impl("mode.values", emulate::kernel<at::_ops::mode_values>());
   m.impl("mse_loss", emulate::kernel<at::_ops::mse_loss, &shape_mse_loss>());
   m.impl("mse_loss.out", emulate::kernel<at::_ops::mse_loss_out>());
   m.impl("mse_loss_backward", emulate::kernel<at::_ops::mse_loss_backward>());
@@ -476,7 +480,6 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sum.IntList_out", emulate::kernel<at::_ops::sum_IntList_out>());
   m.impl("sum.dim_IntList", emulate::kernel<at::_ops::sum_dim_IntList, &shape_sum_dim_IntList>());
   m.impl("tanh", emulate::kernel<at::_ops::tanh, &shape_tanh>());
-  m.impl("tanh.out", emulate::kernel<at::_ops::tanh_out>());
 }
 
 }  // namespace accel::emulated

@@ -8,7 +8,9 @@
 // function; how it runs is the runtime's decision (Note [How an emulated
 // operator runs] in docs/operators.md).
 // The hook operators (convolution, fused attention) run the runtime's
-// emulation (accgen/runtime/HookOps.h) until the spec gives them a kernel.
+// emulation (accgen/runtime/HookOps.h) until the spec gives them a kernel;
+// under the `emulate` global fallback, so do the operators whose composite
+// kernel would refuse the device (Note [The runtime's operator sets]).
 // Moving an operator to real hardware is one word in specs/operators.yaml:
 // kind emulate becomes kernel.
 #include <ATen/ops/tanh_backward_meta_dispatch.h>
@@ -52,6 +54,7 @@ at::Tensor shape_threshold_backward(const at::Tensor& grad_output, const at::Ten
 }  // namespace
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("tanh.out", emulate::kernel<at::_ops::tanh_out>());
   m.impl("tanh_", emulate::kernel<at::_ops::tanh_, &shape_tanh_>());
   m.impl("tanh_backward", emulate::kernel<at::_ops::tanh_backward, &shape_tanh_backward>());
   m.impl("tanh_backward.grad_input", emulate::kernel<at::_ops::tanh_backward_grad_input>());

@@ -90,13 +90,13 @@ void checkInBounds(const at::TensorBase& t) {
               " (resized or replaced after the tensor was made?)");
 }
 
-void SameDeviceCheck::add(const at::Tensor& t) {
+void SameDeviceCheck::add(const at::Tensor& t, bool written) {
   if (!t.defined()) {
     return;
   }
   if (t.device().type() == kDeviceType) {
     device_ = device_.value_or(t.device());
-  } else if (t.device().type() == c10::kCPU && t.dim() != 0) {
+  } else if (t.device().type() == c10::kCPU && (written || t.dim() != 0)) {
     cpu_tensor_ = true;
   }
 }
@@ -120,11 +120,16 @@ void SameDeviceCheck::finish() const {
               device_.value_or(c10::Device(kDeviceType)), " and cpu!");
 }
 
-void checkSameDevice(c10::ArrayRef<c10::IValue> args) {
+void checkSameDevice(c10::ArrayRef<c10::IValue> args,
+                     const c10::FunctionSchema& schema) {
   SameDeviceCheck check;
-  for (const c10::IValue& arg : args) {
+  const auto& arguments = schema.arguments();
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& arg = args[i];
     if (arg.isTensor()) {
-      check.add(arg.toTensor());
+      const c10::AliasInfo* alias =
+          i < arguments.size() ? arguments[i].alias_info() : nullptr;
+      check.add(arg.toTensor(), alias != nullptr && alias->isWrite());
     } else if (arg.isTensorList()) {
       check.add(at::ITensorListRef(arg.toTensorList()));
     }

@@ -69,7 +69,9 @@ class StackCall final : public Call {
   StackCall(const Rule& rule, torch::jit::Stack* stack)
       : rule_(rule), stack_(*stack), base_(stack->size() - rule.kinds.size()) {}
 
-  void checkSameDevice() const override { emulate::checkSameDevice(args()); }
+  void checkSameDevice() const override {
+    emulate::checkSameDevice(args(), rule_.op.schema());
+  }
 
   c10::DeviceIndex device() const override {
     for (std::size_t i = 0; i < rule_.kinds.size(); ++i) {

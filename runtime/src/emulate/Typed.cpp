@@ -19,7 +19,8 @@ class TypedCall final : public Call {
       const void* value = args_[i].value;
       switch (args_[i].kind) {
         case TypedKind::kTensor:
-          check.add(*static_cast<const at::Tensor*>(value));
+          check.add(*static_cast<const at::Tensor*>(value),
+                    i < rule_.written.size() && rule_.written[i]);
           break;
         case TypedKind::kOptionalTensor:
           check.add(*static_cast<const std::optional<at::Tensor>*>(value));

@@ -43,11 +43,12 @@ void checkInBounds(const at::TensorBase& t);
 /// The same-device check of one operator's tensor arguments: finish()
 /// raises CUDA's "Expected all tensors to be on the same device" when they
 /// hold both device tensors and CPU tensors other than 0-dim ones
-/// (scalars). The indices of advanced indexing (Tensor?[]) are not added:
+/// (scalars); an argument the operator writes (out=) counts whatever its
+/// dimensions. The indices of advanced indexing (Tensor?[]) are not added:
 /// they may be on the CPU, as on CUDA.
 class SameDeviceCheck {
  public:
-  void add(const at::Tensor& t);
+  void add(const at::Tensor& t, bool written = false);
   void add(const std::optional<at::Tensor>& t);
   void add(const at::ITensorListRef& ts);
   void finish() const;
@@ -57,8 +58,10 @@ class SameDeviceCheck {
   bool cpu_tensor_ = false;
 };
 
-/// SameDeviceCheck over the Tensor and Tensor[] values among `args`.
-void checkSameDevice(c10::ArrayRef<c10::IValue> args);
+/// SameDeviceCheck over the Tensor and Tensor[] values among `args`, the
+/// arguments of `schema` (which says which ones the operator writes).
+void checkSameDevice(c10::ArrayRef<c10::IValue> args,
+                     const c10::FunctionSchema& schema);
 
 /// A CPU tensor over the same bytes as `device_tensor` (same sizes, strides
 /// and storage offset; it owns nothing). Only a kernel running with access

@@ -8,7 +8,9 @@
 // function; how it runs is the runtime's decision (Note [How an emulated
 // operator runs] in docs/operators.md).
 // The hook operators (convolution, fused attention) run the runtime's
-// emulation (accgen/runtime/HookOps.h) until the spec gives them a kernel.
+// emulation (accgen/runtime/HookOps.h) until the spec gives them a kernel;
+// under the `emulate` global fallback, so do the operators whose composite
+// kernel would refuse the device (Note [The runtime's operator sets]).
 // Moving an operator to real hardware is one word in specs/operators.yaml:
 // kind emulate becomes kernel.
 #include <ATen/ops/add_meta_dispatch.h>
