@@ -24,7 +24,16 @@ cmake --preset fuzz >/dev/null
 # The fuzz targets alone (the preset's tool and emulator are not needed).
 FUZZ_TARGETS=(fuzz_backend_spec fuzz_operators_spec fuzz_autocast_spec
               fuzz_lock fuzz_schema fuzz_native_functions fuzz_template)
-cmake --build --preset fuzz -j2 --target "${FUZZ_TARGETS[@]}" >/dev/null
+# Quiet unless it fails: then the build's output says why.
+BUILD_LOG=$(mktemp)
+if ! cmake --build --preset fuzz -j2 --target "${FUZZ_TARGETS[@]}" \
+    >"$BUILD_LOG" 2>&1; then
+  cat "$BUILD_LOG"
+  rm -f "$BUILD_LOG"
+  echo "fuzz: building the fuzz targets failed" >&2
+  exit 1
+fi
+rm -f "$BUILD_LOG"
 
 WORK=$ROOT/build-fuzz
 SEEDS=$WORK/seeds

@@ -128,9 +128,10 @@ void appendEmulate(const model::Backend& backend,
         std::min(members.size(), (k + 1) * kEmulateShardSize);
     for (std::size_t i = k * kEmulateShardSize; i < end; ++i) {
       const auto& [name, registration] = members[i];
+      const std::string& listed = members[i].first;
       const auto shadow =
           std::find_if(shadowed.begin(), shadowed.end(),
-                       [&](const auto& o) { return o.first == name; });
+                       [&](const auto& o) { return o.first == listed; });
       if (const char* hook = model::hookFunction(name)) {
         entries.push_back(hookEntry(name, hook));
       } else if (shadow != shadowed.end()) {

@@ -43,6 +43,7 @@
 #include <ATen/core/ivalue.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/view_as_complex.h>
 #include <ATen/ops/view_as_real.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/StreamGuard.h>
@@ -719,6 +720,69 @@ class DeviceBackend final : public c10d::Backend {
               stream));
           held.push_back(send);
           copyBack(output, receive, held);
+        });
+  }
+
+  // torch.distributed.all_to_all: list r of each rank goes to rank r, in
+  // any shapes (of one dtype). The inputs travel in one buffer, as
+  // all_to_all_single's do, and the received parts are copied out.
+  c10::intrusive_ptr<c10d::Work> alltoall(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllToAllOptions& /*opts*/) override {
+    const auto world = static_cast<std::size_t>(getSize());
+    TORCH_CHECK_VALUE(outputs.size() == world && inputs.size() == world,
+                      distributedBackendName(), " alltoall: expected ", world,
+                      " input and ", world, " output tensors, got ",
+                      inputs.size(), " and ", outputs.size());
+    for (const std::vector<at::Tensor>* list : {&inputs, &outputs}) {
+      for (const at::Tensor& t : *list) {
+        TORCH_CHECK_VALUE(t.scalar_type() == inputs.front().scalar_type(),
+                          distributedBackendName(),
+                          " alltoall: every tensor must have one dtype, got ",
+                          inputs.front().scalar_type(), " and ",
+                          t.scalar_type());
+      }
+    }
+    return collective(
+        OpType::ALLTOALL, "alltoall", inputs.front(), outputs,
+        [&](accStream_t stream, std::vector<at::Tensor>& held) {
+          at::Tensor send = asReal(at::cat(flatten(inputs))).contiguous();
+          const auto parts = [](const std::vector<at::Tensor>& list,
+                                std::vector<std::size_t>& counts,
+                                std::vector<std::size_t>& displs) {
+            std::size_t offset = 0;
+            for (const at::Tensor& t : list) {
+              // Complex tensors travel as pairs of reals.
+              counts.push_back(count(t) * (t.is_complex() ? 2 : 1));
+              displs.push_back(offset);
+              offset += counts.back();
+            }
+            return offset;
+          };
+          std::vector<std::size_t> send_counts;
+          std::vector<std::size_t> send_displs;
+          std::vector<std::size_t> recv_counts;
+          std::vector<std::size_t> recv_displs;
+          parts(inputs, send_counts, send_displs);
+          const std::size_t total = parts(outputs, recv_counts, recv_displs);
+          at::Tensor receive =
+              at::empty({static_cast<int64_t>(total)}, send.options());
+          ACCGEN_CHECK(accAllToAllv(
+              send.data_ptr(), send_counts.data(), send_displs.data(),
+              receive.data_ptr(), recv_counts.data(), recv_displs.data(),
+              collectiveType(send.scalar_type(), "alltoall"), state_->comm,
+              stream));
+          for (std::size_t r = 0; r < world; ++r) {
+            at::Tensor part =
+                receive.narrow(0, static_cast<int64_t>(recv_displs[r]),
+                               static_cast<int64_t>(recv_counts[r]));
+            if (outputs[r].is_complex()) {
+              part = at::view_as_complex(part.view({-1, 2}));
+            }
+            outputs[r].copy_(part.view(outputs[r].sizes()));
+          }
+          held.push_back(send);
+          held.push_back(receive);
         });
   }
 

@@ -37,7 +37,7 @@ void throwDriverError(accError_t error, const char* call, const char* file,
   if (error == accErrorLaunchFailure) {
     // Note [Queued operators]: what the failed kernels raised.
     if (const std::string queued = takeDeferredErrors(); !queued.empty()) {
-      message += c10::str("\nAn operator queued on the ", kDeviceName,
+      message += c10::str("\nWork queued on the ", kDeviceName,
                           " earlier failed:", queued);
     }
   }

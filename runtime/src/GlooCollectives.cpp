@@ -9,8 +9,12 @@
 // it, it views the device buffers as CPU tensors in place (zero-copy; the
 // kernel's access to those allocations covers Gloo's own threads, which
 // read and write them) and runs the Gloo collective to completion. A
-// failure becomes the communicator's asynchronous error, and the kernels
-// queued after it do nothing: the stream itself stays healthy.
+// failure (a peer gone, ranks that disagree) becomes the communicator's
+// asynchronous error and fails the kernel, as a device-side error would:
+// the stream's next synchronization raises it with the collective's
+// message, so nothing reads a buffer the collective left unreduced. The
+// collectives queued after it fail the same way without moving data, and
+// the next one launched raises at its call.
 #include <accgen/collectives.h>
 
 #include <exception>
@@ -26,7 +30,10 @@
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
+#include <c10/util/StringUtil.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
+
+#include "Internal.h"
 
 namespace accgen::gloo_collectives {
 
@@ -41,6 +48,7 @@ struct CommState {
   std::mutex mutex;
   accError_t error = accSuccess;
   std::string message;
+  bool reported = false;  // handed to the stream's next synchronization
 
   bool failed() {
     const std::lock_guard<std::mutex> lock(mutex);
@@ -176,6 +184,26 @@ const char* kindName(int64_t kind) {
       return "send";
   }
   return "an unknown collective";
+}
+
+/// The result of a collective's kernel on a broken communicator: a launch
+/// failure, whose message (the communicator's error, once) the stream's
+/// next synchronization raises.
+accError_t failKernel(CommState& state, const Signature& sig) {
+  std::string message;
+  {
+    const std::lock_guard<std::mutex> lock(state.mutex);
+    if (!state.reported) {
+      state.reported = true;
+      message = state.message;
+    }
+  }
+  if (!message.empty()) {
+    accgen::runtime::detail::deferError(
+        c10::str(kindName(static_cast<int64_t>(sig.kind)), " on rank ",
+                 state.rank, ": ", message));
+  }
+  return accErrorLaunchFailure;
 }
 
 std::string describe(const int64_t* row, int size) {
@@ -330,7 +358,9 @@ accError_t launch(accComm_t comm, accStream_t stream,
         const std::unique_ptr<Collective> owned(static_cast<Collective*>(data));
         CommState& state = *owned->state;
         if (state.failed()) {
-          return accSuccess;  // the communicator is broken: skip
+          // The communicator broke (here or in the signature check): the
+          // collective moves no data, and its stream learns why.
+          return failKernel(state, owned->signature);
         }
         try {
           switch (owned->role) {
@@ -349,7 +379,8 @@ accError_t launch(accComm_t comm, accStream_t stream,
         } catch (const std::exception& error) {
           state.fail(error.what());
         }
-        return accSuccess;
+        return state.failed() ? failKernel(state, owned->signature)
+                              : accSuccess;
       },
       collective.get(), touched.data(), touched.size(),
       // It waits for the other ranks: never on the launching thread.

@@ -35,6 +35,10 @@ void registerProfiler();
 /// src/emulate/Launch.cpp); empty if none.
 std::string takeDeferredErrors();
 
+/// Keeps the message of a kernel that failed on a stream, for the next
+/// synchronization that reports the failure (as takeDeferredErrors gives).
+void deferError(std::string message);
+
 /// The device's kernel of aten::_has_compatible_shallow_copy_type, for its
 /// dense, sparse and sparse compressed tensors (Note [Parameters keep their
 /// identity across .to()] in Builtin.cpp).

@@ -184,10 +184,17 @@ accError_t accStreamWaitEvent(accStream_t stream, accEvent_t event,
     Work work;
     work.kind = WorkKind::kWait;
     source->point(work.wait_stream, work.wait_seq);
-    // Never recorded, already reached, or the same stream (where order
-    // already holds): nothing to wait for.
-    if (work.wait_stream == nullptr || work.wait_stream == target ||
-        work.wait_stream->isComplete(work.wait_seq)) {
+    // Never recorded, or the same stream (where order already holds):
+    // nothing to wait for.
+    if (work.wait_stream == nullptr || work.wait_stream == target) {
+      return accSuccess;
+    }
+    if (work.wait_stream->isComplete(work.wait_seq)) {
+      // Already reached: nothing to wait for, but a failure there fails
+      // this stream too (the contract in accgen/driver.h).
+      if (work.wait_stream->hasError()) {
+        target->setError(accErrorLaunchFailure);
+      }
       return accSuccess;
     }
     uint64_t seq = 0;

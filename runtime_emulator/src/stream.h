@@ -73,6 +73,10 @@ class Stream {
   void setError(accError_t error);
   /// Reports the sticky error once: returns it and clears it.
   accError_t takeError();
+  /// Whether a sticky error is pending (it stays pending).
+  bool hasError() const {
+    return error_.load(std::memory_order_acquire) != accSuccess;
+  }
 
   /// Stops the worker after its current item; queued items are dropped and
   /// count as completed. Used at process exit and for a destroyed stream

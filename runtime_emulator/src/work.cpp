@@ -32,7 +32,10 @@ accError_t runWork(Work& work) noexcept {
     }
     case WorkKind::kWait:
       work.wait_stream->waitFor(work.wait_seq);
-      return accSuccess;
+      // The driver contract: a stream that waits for failed work fails
+      // too (a failed collective, a kernel's error), so that nothing after
+      // the wait reads what the failed work left.
+      return work.wait_stream->hasError() ? accErrorLaunchFailure : accSuccess;
     default:
       break;
   }

@@ -473,6 +473,42 @@ TEST(Stream, DeviceSynchronizeReportsStickyErrors) {
   ASSERT_EQ(accStreamDestroy(stream), accSuccess);
 }
 
+// The driver contract: a stream that waits for failed work fails too, both
+// when the wait is queued before the failure and when it comes after.
+TEST(Stream, AStreamThatWaitsForFailedWorkFailsToo) {
+  accStream_t failing = nullptr;
+  accStream_t waiting = nullptr;
+  accStream_t bystander = nullptr;
+  ASSERT_EQ(accStreamCreate(&failing), accSuccess);
+  ASSERT_EQ(accStreamCreate(&waiting), accSuccess);
+  ASSERT_EQ(accStreamCreate(&bystander), accSuccess);
+  accEvent_t done = nullptr;
+  ASSERT_EQ(accEventCreateWithFlags(&done, accEventDisableTiming), accSuccess);
+  // Queued before the failure: the wait item fails when it runs.
+  ASSERT_EQ(launch(failing,
+                   [] {
+                     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                     return accErrorLaunchFailure;
+                   }),
+            accSuccess);
+  ASSERT_EQ(accEventRecord(done, failing), accSuccess);
+  ASSERT_EQ(accStreamWaitEvent(waiting, done, 0), accSuccess);
+  ASSERT_EQ(launch(waiting, [] { return accSuccess; }), accSuccess);
+  EXPECT_EQ(accStreamSynchronize(waiting), accErrorLaunchFailure);
+  EXPECT_EQ(accStreamSynchronize(waiting), accSuccess) << "reported once";
+  // After the failure: the wait fails the stream at once.
+  ASSERT_EQ(accStreamWaitEvent(bystander, done, 0), accSuccess);
+  EXPECT_EQ(accStreamSynchronize(bystander), accErrorLaunchFailure);
+  // Once the failing stream reported its error, waiting for it is fine.
+  EXPECT_EQ(accStreamSynchronize(failing), accErrorLaunchFailure);
+  ASSERT_EQ(accStreamWaitEvent(bystander, done, 0), accSuccess);
+  EXPECT_EQ(accStreamSynchronize(bystander), accSuccess);
+  ASSERT_EQ(accEventDestroy(done), accSuccess);
+  for (accStream_t s : {failing, waiting, bystander}) {
+    ASSERT_EQ(accStreamDestroy(s), accSuccess);
+  }
+}
+
 TEST(Stream, SynchronousCopyReportsTheDefaultStreamsStickyError) {
   void* dev = nullptr;
   ASSERT_EQ(accMalloc(&dev, 16), accSuccess);

@@ -156,6 +156,19 @@ def scenario_collectives(rank: int, world: int, device: str) -> None:
                            .view(rows, 2) + 100 * r)[start:start + rank + 1]
                           for r in range(world)])
     expect_equal(y, expected, "all_to_all_single uneven")
+    # all_to_all, the list form: rank r sends rank q a (q+1, r+1) block, in
+    # float and complex
+    for dtype in (torch.float32, torch.complex64):
+        def block(src, dst):
+            base = torch.arange((dst + 1) * (src + 1)).view(dst + 1, src + 1)
+            return (base + 1000 * src + 100 * dst).to(dtype)
+        sent = [block(rank, q).to(device) for q in range(world)]
+        received = [torch.empty((rank + 1, q + 1), dtype=dtype, device=device)
+                    for q in range(world)]
+        dist.all_to_all(received, sent)
+        for q in range(world):
+            expect_equal(received[q], block(q, rank),
+                         f"all_to_all {dtype} from {q}")
     # send / recv around the ring
     peer_next, peer_prev = (rank + 1) % world, (rank - 1) % world
     if rank % 2 == 0:
@@ -402,17 +415,27 @@ def scenario_ddp_without_workaround(rank: int, world: int, device: str) -> None:
 
 
 def scenario_mismatch(rank: int, world: int, device: str) -> None:
-    # Ranks disagree on the size: the collective fails on the ranks, and
-    # they raise rather than hang or crash.
+    # Ranks disagree on the size: no data moves, and the failing collective
+    # itself fails its stream, so the next synchronization raises with the
+    # ranks' calls (nothing reads the unreduced tensor); the group stays
+    # broken.
     t = torch.ones(4 + rank * 1000, device=device)
     start = time.monotonic()
+    dist.all_reduce(t)
     try:
-        dist.all_reduce(t)
-        dist.barrier()
-    except dist.DistBackendError as error:
+        t.cpu()
+    except RuntimeError as error:
         print(f"raised after {time.monotonic() - start:.1f}s: {error}")
-        assert "allreduce" in str(error), error
-        return
+        assert "mismatched collectives" in str(error), error
+        assert "rank 0 all_reduce of 4 elements" in str(error), error
+        # The next collective raises at its call once the group saw the
+        # failure, else it fails on its stream too.
+        try:
+            dist.all_reduce(t)
+            t.cpu()
+        except RuntimeError:
+            return
+        raise AssertionError("the broken group accepted another collective")
     raise AssertionError("mismatched sizes did not raise")
 
 
@@ -436,17 +459,21 @@ def scenario_dead_peer(rank: int, world: int, device: str) -> None:
         os._exit(0)  # dies without a word to its peers
     t = torch.ones(4, device=device)
     start = time.monotonic()
+    dist.all_reduce(t)
     try:
-        dist.all_reduce(t)
-        dist.barrier()
-    except dist.DistBackendError as error:
+        # The survivor's synchronization raises the failed all_reduce: the
+        # tensor it left unreduced is never read as if reduced.
+        getattr(torch, device).synchronize()
+    except RuntimeError as error:
         elapsed = time.monotonic() - start
         print(f"raised after {elapsed:.1f}s: {error}")
+        assert "all_reduce" in str(error), error
         assert elapsed < 5 + 5, elapsed  # the timeout, and some slack
-        # The group stays broken: every later call raises the same error.
+        # The group stays broken: every later call raises.
         try:
             dist.all_reduce(t)
-        except dist.DistBackendError:
+            t.cpu()
+        except RuntimeError:
             os._exit(0)  # skip the process group's teardown: a peer is gone
         raise AssertionError("the broken group accepted another collective")
     raise AssertionError("a dead peer did not raise")

@@ -101,7 +101,7 @@ def test_a_failing_queued_operator_raises_at_the_next_synchronization(
     with pytest.raises(RuntimeError) as raised:
         mod.synchronize()
     message = str(raised.value)
-    assert "An operator queued on the" in message
+    assert "Work queued on the" in message
     assert "aten::gather" in message and "out of bounds" in message
     # Reported once; the device stays usable.
     mod.synchronize()

@@ -157,18 +157,22 @@ bool queueInPlace(Rule& rule, Call& call, AliasSet& aliases) {
   if (!shapesOf(rule, call, shapes)) {
     return false;
   }
-  auto kernel = queuedKernel(rule.op, call, aliases);
-  if (shapes.size() != kernel->written.size()) {
+  // The written arguments keep their geometry, checked before anything is
+  // boxed for the queue.
+  std::size_t written = 0;
+  bool kept = true;
+  aliases.forEachWritten([&](const at::Tensor& host, const void* /*data*/) {
+    kept = kept && written < shapes.size() &&
+           host.sizes() == c10::IntArrayRef(shapes[written].sizes) &&
+           host.strides() == c10::IntArrayRef(shapes[written].strides) &&
+           host.scalar_type() == shapes[written].dtype;
+    ++written;
+  });
+  if (!kept || written != shapes.size()) {
     return false;
   }
-  for (std::size_t i = 0; i < shapes.size(); ++i) {
-    const QueuedKernel::Written& w = kernel->written[i];
-    if (shapes[i].sizes != w.sizes || shapes[i].strides != w.strides ||
-        shapes[i].dtype != w.host.scalar_type()) {
-      return false;
-    }
-  }
-  launchQueued(aliases.device(), aliases.buffers(), std::move(kernel));
+  launchQueued(aliases.device(), aliases.buffers(),
+               queuedKernel(rule.op, call, aliases));
   call.takeArguments(rule.returned_argument);
   return true;
 }

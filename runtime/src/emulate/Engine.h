@@ -83,10 +83,9 @@ struct Rule {
   bool has_generator = false;
   // What the operator's results are.
   enum class Results : uint8_t {
-    kNewTensors,  // new tensors only (Tensor, or a tuple of them)
-    kArguments,   // written arguments only (in-place, out=), or nothing
-    kViews,       // views of arguments only
-    kOther,       // anything else: lists, scalars, mixtures
+    kArguments,  // written arguments only (in-place, out=), or nothing
+    kViews,      // views of arguments only
+    kOther,      // anything else: new tensors, lists, scalars, mixtures
   };
   Results results = Results::kOther;
   // kArguments: the argument index of each result.

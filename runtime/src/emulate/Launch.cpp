@@ -275,6 +275,11 @@ void raiseDeferredWarnings() {
 
 namespace accgen::runtime::detail {
 
+void deferError(std::string message) {
+  const std::lock_guard<std::mutex> lock(emulate::g_deferred_mutex);
+  emulate::g_deferred_errors.push_back(std::move(message));
+}
+
 std::string takeDeferredErrors() {
   using emulate::g_deferred_errors;
   using emulate::g_deferred_mutex;

@@ -161,7 +161,7 @@ int writtenArgumentFor(const c10::FunctionSchema& schema,
 }
 
 // What the results of an operator are (Rule::Results).
-Rule::Results resultsOf(const c10::FunctionSchema& schema, bool dynamic) {
+Rule::Results resultsOf(const c10::FunctionSchema& schema) {
   const auto& returns = schema.returns();
   const auto view = [](const c10::Argument& r) {
     return r.alias_info() != nullptr && !r.alias_info()->isWrite();
@@ -169,13 +169,6 @@ Rule::Results resultsOf(const c10::FunctionSchema& schema, bool dynamic) {
   if (!returns.empty() && !schema.is_mutable() &&
       std::all_of(returns.begin(), returns.end(), view)) {
     return Rule::Results::kViews;
-  }
-  if (!returns.empty() && !schema.is_mutable() && !dynamic &&
-      std::all_of(returns.begin(), returns.end(), [](const auto& r) {
-        return r.alias_info() == nullptr &&
-               r.real_type()->kind() == c10::TypeKind::TensorType;
-      })) {
-    return Rule::Results::kNewTensors;
   }
   if (schema.is_mutable() &&
       std::all_of(returns.begin(), returns.end(), [&](const auto& r) {
@@ -237,7 +230,7 @@ Rule::Rule(const c10::OperatorHandle& handle, bool has_shape)
   allows_cpu_tensors = allowsCpuTensors(schema);
   random_without_generator =
       !has_generator && op.hasTag(at::Tag::nondeterministic_seeded);
-  results = resultsOf(schema, op.hasTag(at::Tag::dynamic_output_shape));
+  results = resultsOf(schema);
   if (results == Results::kArguments) {
     for (const auto& r : schema.returns()) {
       returned_argument.push_back(writtenArgumentFor(schema, r));

@@ -24,9 +24,13 @@
  *  - every rank of a communicator issues the same collectives in the same
  *    order, with matching counts and types;
  *  - a collective that fails once it runs (a peer that died, a timeout, a
- *    mismatch between ranks) does not touch the stream's sticky error: it
- *    becomes the communicator's asynchronous error (accCommGetAsyncError),
- *    the communicator is unusable from then on, and the caller destroys it.
+ *    mismatch between ranks) fails on its stream as a kernel does
+ *    (accErrorLaunchFailure, raised by the stream's next synchronization),
+ *    so that nothing reads its buffers as if it had run; it also becomes
+ *    the communicator's asynchronous error (accCommGetAsyncError), the
+ *    collectives queued after it fail the same way without moving data,
+ *    the communicator is unusable from then on, and the caller destroys
+ *    it.
  *
  * docs/distributed.md documents the interface in prose.
  */

@@ -16,7 +16,10 @@
  *  - errors raised inside a launched kernel are sticky on their stream and are
  *    returned by the next accStreamSynchronize / accStreamQuery on it (and by
  *    accDeviceSynchronize, and by a synchronous accMemcpy / accMemset for the
- *    current device's default stream); once returned they are cleared.
+ *    current device's default stream); once returned they are cleared. A
+ *    stream that waits (accStreamWaitEvent) for work that failed fails too,
+ *    as every stream of a CUDA context does after a device-side error: what
+ *    it runs next would read what the failed work left.
  * --8<-- [end:driver-contract]
  *
  * docs/driver-interface.md documents each function in prose.
