@@ -14,7 +14,7 @@
 // the stream's next synchronization raises it with the collective's
 // message, so nothing reads a buffer the collective left unreduced. The
 // collectives queued after it fail the same way without moving data, and
-// the next one launched raises at its call.
+// one launched once the group has seen the failure raises at its call.
 #include <accgen/collectives.h>
 
 #include <exception>
