@@ -52,12 +52,17 @@ std::string shapeName(const model::Registration& r) {
 // emulated operator runs] in runtime/src/emulate/Rule.cpp): a shape
 // function spares it the Meta kernel, often a Python meta function a
 // hundred times slower.
+// An entry emulated through its at::_ops struct `ops`, without a shape
+// function.
+json kernelEntry(const std::string& name, const std::string& ops) {
+  return {{"name", name}, {"shape", ""},      {"has_shape", false},
+          {"hook", ""},   {"is_hook", false}, {"ops", ops}};
+}
+
 json emulateEntry(const model::Registration& r,
                   std::vector<std::string>& headers, json& shapes) {
   const schema::NativeFunction& fn = *r.function;
-  json entry = {{"name", r.fullName()}, {"shape", ""},
-                {"has_shape", false},   {"hook", ""},
-                {"is_hook", false},     {"ops", ops::opsStruct(r.schema())}};
+  json entry = kernelEntry(r.fullName(), ops::opsStruct(r.schema()));
   headers.push_back(ops::opsHeader(r.schema()));
   // Shapes that depend on the data (index with a boolean mask) have no
   // shape function that could give them ahead of the kernel.
@@ -135,12 +140,7 @@ void appendEmulate(const model::Backend& backend,
       if (const char* hook = model::hookFunction(name)) {
         entries.push_back(hookEntry(name, hook));
       } else if (shadow != shadowed.end()) {
-        entries.push_back({{"name", name},
-                           {"shape", ""},
-                           {"has_shape", false},
-                           {"hook", ""},
-                           {"is_hook", false},
-                           {"ops", "at::_ops::" + shadow->second}});
+        entries.push_back(kernelEntry(name, "at::_ops::" + shadow->second));
         headers.push_back("ATen/ops/" + name.substr(0, name.find('.')) +
                           "_ops.h");
       } else {
