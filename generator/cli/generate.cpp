@@ -180,8 +180,10 @@ std::string inputsAfterWriting(const GenerateOptions& o,
 GenerateOutcome writeGenerated(const GenerateOptions& o, const Rendered& r,
                                const emit::RunInfo& run,
                                const KernelReport& kernels, std::ostream& err) {
-  auto report = write::writeTree(
-      o.out, r.files, {.force = o.force, .manifest_extra = manifestExtra(run)});
+  auto report = write::writeTree(o.out, r.files,
+                                 {.force = o.force,
+                                  .specs_dir = o.specs,
+                                  .manifest_extra = manifestExtra(run)});
   if (report.refused()) {
     for (const auto& path : report.edited) {
       err << (fs::path(o.out) / path).lexically_normal().string()

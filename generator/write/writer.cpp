@@ -238,7 +238,9 @@ std::string hashOf(const nlohmann::json& entry) {
 /// journal removed after it. A run killed in between leaves the journal,
 /// and the next run takes a file as its own when its bytes match the old
 /// manifest or the journal, or when the journal says the killed run was
-/// creating it (a half-written new file). A user kernel the killed run was
+/// creating it and its bytes begin what this run writes there (a
+/// half-written new file; a forged entry cannot take a file a person
+/// wrote). A user kernel the killed run was
 /// creating is made again when its bytes are a beginning of the starter
 /// (an empty file included); one a person edited is kept. Temporary files
 /// of the journal's paths are removed. The fast path does not run while a
@@ -279,18 +281,23 @@ Journal loadJournal(const fs::path& out) {
   return journal;
 }
 
-/// Previously generated files and their hashes, from the old manifest.
-/// `interrupted`: a journal is there, and a manifest cut short is taken as
-/// none.
-std::map<std::string, std::string> loadManifestHashes(
-    const fs::path& out, bool interrupted = false) {
+/// The old manifest: previously generated files with their hashes, and the
+/// user files it lists.
+struct Manifest {
   std::map<std::string, std::string> hashes;
+  std::set<std::string> user_files;
+};
+
+/// The manifest in `out`. `interrupted`: a journal is there, and a
+/// manifest cut short is taken as none.
+Manifest loadManifest(const fs::path& out, bool interrupted = false) {
+  Manifest manifest;
   auto text = readOutput((out / kManifestName).string());
-  if (!text) return hashes;
+  if (!text) return manifest;
   auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (interrupted &&
       (j.is_discarded() || !j.is_object() || !j.contains("files"))) {
-    return hashes;
+    return manifest;
   }
   if (j.is_discarded() || !j.is_object() || !j.contains("files") ||
       !j["files"].is_object()) {
@@ -301,10 +308,92 @@ std::map<std::string, std::string> loadManifestHashes(
   }
   for (const auto& [path, entry] : j["files"].items()) {
     if (!isTreePath(path)) outsideEntry(out / kManifestName, path);
-    hashes[path] = hashOf(entry);
+    manifest.hashes[path] = hashOf(entry);
   }
-  return hashes;
+  const nlohmann::json user = j.value("user_files", nlohmann::json::array());
+  if (user.is_array()) {
+    for (const auto& path : user) {
+      if (path.is_string()) manifest.user_files.insert(path.get<std::string>());
+    }
+  }
+  return manifest;
 }
+
+/// Note [Paths that are never accgen's]
+/// Whatever a manifest or a journal says, a run never removes, replaces or
+/// cleans the temporary file of: anything inside a `.git` directory, the
+/// user kernels (`kernels/`), a user file (this run's or one the manifest
+/// lists under `user_files`), and a file directly in the spec directory
+/// that the run does not generate (in an `accgen init` project the output
+/// directory holds `specs/`). Paths are compared once links are resolved.
+/// An entry naming such a path is refused (exit 3), as an entry outside the
+/// tree is: the records were edited, and nothing is written or removed.
+class NeverOurs {
+ public:
+  NeverOurs(const std::string& out_dir, const std::string& specs_dir,
+            const std::vector<RenderedFile>& files,
+            const std::set<std::string>& old_user_files)
+      : user_(old_user_files) {
+    std::error_code ec;
+    root_ =
+        fs::weakly_canonical(fs::absolute(out_dir.empty() ? "." : out_dir), ec);
+    if (!specs_dir.empty()) {
+      specs_ = fs::weakly_canonical(fs::absolute(specs_dir), ec);
+      if (ec) specs_.clear();
+    }
+    for (const auto& f : files) {
+      if (f.user_owned) {
+        user_.insert(f.path);
+      } else {
+        produced_.insert(f.path);
+      }
+    }
+  }
+
+  /// Why `rel` (a tree path) is never the run's to write or remove, or
+  /// nullopt when it may be.
+  std::optional<std::string> reason(const std::string& rel) const {
+    if (user_.count(rel)) return "names a file of yours";
+    std::error_code ec;
+    const fs::path real = fs::weakly_canonical(root_ / rel, ec);
+    const fs::path in_tree =
+        ec ? fs::path(rel) : real.lexically_relative(root_);
+    for (const fs::path& part : fs::path(rel)) {
+      if (part == ".git") return "is inside a .git directory";
+    }
+    for (const fs::path& part : in_tree) {
+      if (part == ".git") return "is inside a .git directory";
+    }
+    if (fs::path(rel).begin()->string() == "kernels" ||
+        (!in_tree.empty() && in_tree.begin()->string() == "kernels")) {
+      return "is a user kernel";
+    }
+    if (user_.count(in_tree.generic_string())) return "names a file of yours";
+    if (!ec && !specs_.empty() && real.parent_path() == specs_ &&
+        !produced_.count(rel)) {
+      return "is a spec file";
+    }
+    return std::nullopt;
+  }
+
+  /// Refuses (exit 3) when entry `rel` of `records` names such a path.
+  void check(const fs::path& records, const std::string& rel) const {
+    if (auto why = reason(rel)) {
+      throw AccgenError(
+          ExitCode::kInvalidInput,
+          records.string() + ": error: entry '" + rel + "' " + *why +
+              ", which accgen never removes or overwrites\nnote: nothing "
+              "was written or removed; restore the manifest, or remove it "
+              "and its journal together with the generated files");
+    }
+  }
+
+ private:
+  fs::path root_;
+  fs::path specs_;
+  std::set<std::string> user_;
+  std::set<std::string> produced_;
+};
 
 /// Removes now-empty directories from `dir` up to (not including) `stop`.
 void pruneEmptyDirs(fs::path dir, const fs::path& stop) {
@@ -366,11 +455,34 @@ WriteReport writeTree(const std::string& out_dir,
                       const WriteOptions& options) {
   const fs::path out(out_dir);
   const Journal journal = loadJournal(out);  // Note [Interrupted runs]
-  const auto old_hashes = loadManifestHashes(out, journal.present);
+  const Manifest old = loadManifest(out, journal.present);
+  const auto& old_hashes = old.hashes;
+  // Note [Paths that are never accgen's]: what the records name and the
+  // run does not produce.
+  const NeverOurs never_ours(out_dir, options.specs_dir, files, old.user_files);
+  {
+    std::set<std::string> named;
+    for (const auto& f : files)
+      named.insert(f.path);
+    for (const auto& [path, hash] : old_hashes) {
+      if (!named.count(path)) never_ours.check(out / kManifestName, path);
+    }
+    for (const auto& [path, hashes] : journal.hashes) {
+      if (!named.count(path)) never_ours.check(out / kJournalName, path);
+    }
+    for (const auto& path : journal.created) {
+      if (!named.count(path)) never_ours.check(out / kJournalName, path);
+    }
+  }
   // Ours: what the last complete run wrote, or what a killed run was
-  // writing.
-  auto ours = [&](const std::string& path, const std::string& bytes) {
-    if (journal.created.count(path)) return true;
+  // writing. The journal's word that a killed run was creating a file
+  // counts only for bytes that begin what this run writes there (`now`):
+  // a forged entry cannot take a file a person wrote.
+  auto ours = [&](const std::string& path, const std::string& bytes,
+                  const std::string* now) {
+    if (now && journal.created.count(path) && now->starts_with(bytes)) {
+      return true;
+    }
     const std::string hash = contentHash(bytes);
     auto it = old_hashes.find(path);
     if (it != old_hashes.end() && it->second == hash) return true;
@@ -409,7 +521,7 @@ WriteReport writeTree(const std::string& out_dir,
       report.unchanged.push_back(f.path);
       continue;
     }
-    if (on_disk && !ours(f.path, *on_disk) && !options.force) {
+    if (on_disk && !ours(f.path, *on_disk, &f.content) && !options.force) {
       report.edited.push_back(f.path);
       continue;
     }
@@ -427,7 +539,7 @@ WriteReport writeTree(const std::string& out_dir,
     if (produced.count(path)) continue;
     auto on_disk = readOutput((out / path).string());
     if (!on_disk) continue;
-    if (!ours(path, *on_disk) && !options.force) {
+    if (!ours(path, *on_disk, nullptr) && !options.force) {
       report.edited.push_back(path);
       continue;
     }
@@ -446,6 +558,9 @@ WriteReport writeTree(const std::string& out_dir,
   for (const auto& [f, replaces] : to_write)
     dirs.check(f->path);
   for (const auto& path : stale)
+    dirs.check(path);
+  // The temporary files of the journal's paths are removed below.
+  for (const auto& [path, hashes] : journal.hashes)
     dirs.check(path);
 
   // Note [Interrupted runs]: the journal first, with what a killed earlier
@@ -600,7 +715,7 @@ std::vector<std::string> checkTree(const std::string& out_dir,
     }
     compare(f.path, f.content);
   }
-  for (const auto& [path, hash] : loadManifestHashes(out)) {
+  for (const auto& [path, hash] : loadManifest(out).hashes) {
     if (produced.count(path)) continue;
     if (auto on_disk = readOutput((out / path).string())) {
       diffs.push_back(unifiedDiff(*on_disk, "", "a/" + path, "/dev/null"));

@@ -51,6 +51,9 @@ struct WriteReport {
 
 struct WriteOptions {
   bool force = false;  ///< overwrite / remove hand-edited generated files
+  /// The spec directory: its files are never removed or overwritten,
+  /// whatever the manifest says (Note [Paths that are never accgen's]).
+  std::string specs_dir;
   nlohmann::json manifest_extra = nlohmann::json::object();  ///< e.g. versions
 };
 

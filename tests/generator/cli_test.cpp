@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -750,6 +751,106 @@ TEST_F(CliHardening, ManifestEntryOutsideTheTreeDeletesNothing) {
   }
 }
 
+// Note [Paths that are never accgen's]: in a project laid out as `accgen
+// init` makes it (output directory `.`, specs in `specs/`), a manifest or
+// journal entry naming a spec, a user kernel, a user file or a file in
+// .git is refused even with --force, and nothing is removed.
+TEST_F(CliHardening, RecordsNamingFilesOfTheUserRemoveNothing) {
+  ASSERT_EQ(run("generate --specs specs --out .").code, 0);
+  fs::create_directories(dir_ / ".git");
+  std::ofstream(dir_ / ".git" / "config") << "[core]\n";
+  const fs::path manifest = dir_ / "accgen-manifest.json";
+  const std::string text = slurp(manifest);
+  const std::string files = "\"files\": {";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"specs/autocast.yaml", "is a spec file"},
+      {".git/config", "is inside a .git directory"},
+      {"kernels/mine.cpp", "is a user kernel"},
+  };
+  std::ofstream(dir_ / "kernels" / "mine.cpp") << "// mine\n";
+  for (const auto& [entry, why] : cases) {
+    ASSERT_TRUE(fs::exists(dir_ / entry)) << entry;
+    std::string tampered = text;
+    tampered.insert(tampered.find(files) + files.size(),
+                    "\n    \"" + entry + "\": {\"hash\": \"0\"},");
+    std::ofstream(manifest, std::ios::trunc) << tampered;
+    const auto before = contents(dir_);
+    Result r = run("generate --specs specs --out . --force");
+    EXPECT_EQ(r.code, 3) << r.err;
+    EXPECT_NE(r.err.find("accgen-manifest.json: error: entry '" + entry + "' " +
+                         why + ", which accgen never removes"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(contents(dir_), before) << entry;
+  }
+  // A user file this run makes is kept, whatever the manifest says of it.
+  std::ofstream(dir_ / "tuning.cpp", std::ios::app) << "// mine\n";
+  const std::string tuning = slurp(dir_ / "tuning.cpp");
+  std::string tampered = text;
+  tampered.insert(tampered.find(files) + files.size(),
+                  "\n    \"tuning.cpp\": {\"hash\": \"0\"},");
+  std::ofstream(manifest, std::ios::trunc) << tampered;
+  EXPECT_EQ(run("generate --specs specs --out . --force").code, 0);
+  EXPECT_EQ(slurp(dir_ / "tuning.cpp"), tuning);
+  std::ofstream(manifest, std::ios::trunc) << text;
+  // The same entry in a journal.
+  const fs::path journal = dir_ / "accgen-manifest.json.pending";
+  std::ofstream(journal)
+      << R"({"files": {"specs/autocast.yaml": ["0"]}, "created": []})";
+  const auto before = contents(dir_);
+  Result r = run("generate --specs specs --out . --force");
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("accgen-manifest.json.pending: error: entry "
+                       "'specs/autocast.yaml' is a spec file"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(contents(dir_), before);
+  fs::remove(journal);
+}
+
+// A journal's word that a killed run was creating a file takes only bytes
+// that begin what the run writes there: a forged `created` entry does not
+// override the hand-edit refusal.
+TEST_F(CliHardening, ForgedJournalDoesNotTakeHandEdits) {
+  ASSERT_EQ(run("generate --specs specs --out out").code, 0);
+  const fs::path edited = dir_ / "out" / "CMakeLists.txt";
+  std::ofstream(edited, std::ios::app) << "# mine\n";
+  const std::string mine = slurp(edited);
+  std::ofstream(dir_ / "out" / "accgen-manifest.json.pending")
+      << R"({"files": {}, "created": ["CMakeLists.txt"]})";
+  Result r = run("generate --specs specs --out out");
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_NE(r.err.find("out/CMakeLists.txt: error: generated file was "
+                       "edited by hand"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(slurp(edited), mine);
+  // A beginning of the file, as a killed run leaves it, is taken back.
+  std::ofstream(edited, std::ios::trunc) << mine.substr(0, 40);
+  r = run("generate --specs specs --out out");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(slurp(edited).substr(0, 40), mine.substr(0, 40));
+  EXPECT_EQ(slurp(edited).find("# mine"), std::string::npos);
+}
+
+// The temporary files of the journal's paths are cleaned only inside the
+// tree: a directory link on the way that leads outside is refused first.
+TEST_F(CliHardening, JournalCleanUpStaysInsideTheTree) {
+  ASSERT_EQ(run("generate --specs specs --out out").code, 0);
+  fs::create_directories(dir_ / "elsewhere");
+  std::ofstream(dir_ / "elsewhere" / "x.accgen-tmp") << "keep me\n";
+  fs::create_directory_symlink(dir_ / "elsewhere", dir_ / "out" / "link");
+  std::ofstream(dir_ / "out" / "accgen-manifest.json.pending")
+      << R"({"files": {"link/x": ["0"]}, "created": []})";
+  Result r = run("generate --specs specs --out out");
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_NE(r.err.find("out/link: error: is a symbolic link that leads "
+                       "outside the output directory"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(slurp(dir_ / "elsewhere" / "x.accgen-tmp"), "keep me\n");
+}
+
 TEST_F(CliHardening, DanglingLinkInTheTreeWritesNothingOutside) {
   fs::create_directories(dir_ / "out");
   fs::create_directory_symlink(dir_ / "elsewhere", dir_ / "out" / "csrc");
@@ -775,6 +876,195 @@ TEST_F(CliHardening, DanglingLinkAtAGeneratedPathIsReplacedNotFollowed) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "outside.txt"));
   EXPECT_EQ(contents(dir_ / "out"), contents(dir_ / "ref"));
+}
+
+// Tampered trees: each round starts from a good tree and applies one to
+// three of the mutations the hardening rounds found harmful (a huge stray
+// file beside the specs or at a generated path, an invalid UTF-8 byte in a
+// spec, a forged or truncated manifest or journal, links inside the tree, a
+// hand edit), then runs generate under a 2 GiB address-space limit. Nothing
+// outside the output tree, no spec, no user kernel, no user file and
+// nothing in .git may change; the exit code is a documented one; a run that
+// succeeds leaves exactly the reference tree and `--check` agrees; where
+// only the specs were touched, validate says what generate says.
+TEST_F(CliHardening, TamperedTreesLoseNothing) {
+  ASSERT_EQ(run("generate --specs specs --out ref").code, 0);
+  const auto reference = contents(dir_ / "ref");
+  fs::copy(dir_ / "specs", dir_ / "specs0", fs::copy_options::recursive);
+  constexpr std::uintmax_t kHuge = std::uintmax_t{3} << 30;  // sparse
+  // Bytes of small files, sizes of huge ones.
+  auto state = [](const fs::path& dir) {
+    std::map<std::string, std::string> files;
+    if (!fs::exists(dir)) return files;
+    for (const auto& e : fs::recursive_directory_iterator(dir)) {
+      if (!e.is_regular_file()) continue;
+      const std::string rel = fs::relative(e.path(), dir).string();
+      files[rel] = e.file_size() > (std::uintmax_t{64} << 20)
+                       ? "size " + std::to_string(e.file_size())
+                       : slurp(e.path());
+    }
+    return files;
+  };
+  const std::vector<std::string> pool = {"../victim/a",
+                                         (dir_ / "victim" / "a").string(),
+                                         "link/a",
+                                         "link/x",
+                                         "specs-link/autocast.yaml",
+                                         "kernels/relu.cpp",
+                                         ".git/config",
+                                         "CMakeLists.txt",
+                                         "tuning.cpp",
+                                         "csrc/Backend.h"};
+  std::vector<std::string> generated;
+  for (const auto& [path, bytes] : reference) {
+    if (path.rfind("kernels/", 0) != 0 && path != "tuning.cpp" &&
+        path != "accgen-manifest.json") {
+      generated.push_back(path);
+    }
+  }
+  const fs::path out = dir_ / "out";
+  std::mt19937 rng(20261127);
+  auto pick = [&rng](std::size_t n) { return std::size_t(rng() % n); };
+  std::map<int, int> codes;
+  for (int round = 0; round < 96; ++round) {
+    for (const char* d : {"out", "specs", "victim"})
+      fs::remove_all(dir_ / d);
+    fs::copy(dir_ / "specs0", dir_ / "specs", fs::copy_options::recursive);
+    fs::copy(dir_ / "ref", out, fs::copy_options::recursive);
+    fs::create_directories(dir_ / "victim");
+    std::ofstream(dir_ / "victim" / "a") << "keep me\n";
+    std::ofstream(dir_ / "victim" / "x.accgen-tmp") << "keep me too\n";
+    fs::create_directories(out / ".git");
+    std::ofstream(out / ".git" / "config") << "[core]\n";
+    bool tree_touched = false;
+    std::string what;
+    const std::size_t n = 1 + pick(3);
+    for (std::size_t m = 0; m < n; ++m) {
+      const std::size_t kind = pick(9);
+      const std::string entry = pool[pick(pool.size())];
+      what += " " + std::to_string(kind) + ":" + entry;
+      tree_touched |= kind != 0 && kind != 2;
+      switch (kind) {
+        case 0: {  // a huge stray file beside the specs
+          std::ofstream(dir_ / "specs" / "stray.bin") << "x";
+          fs::resize_file(dir_ / "specs" / "stray.bin", kHuge);
+          break;
+        }
+        case 1: {  // a huge file at a generated path
+          const fs::path f = out / generated[pick(generated.size())];
+          fs::resize_file(f, kHuge);
+          break;
+        }
+        case 2: {  // an invalid UTF-8 byte in a spec
+          const fs::path f =
+              dir_ / "specs" / (pick(2) ? "autocast.yaml" : "operators.yaml");
+          std::string text = slurp(f);
+          text.insert(pick(text.size()), pick(2) ? "\xff" : "\xc0\x80");
+          std::ofstream(f, std::ios::trunc | std::ios::binary) << text;
+          break;
+        }
+        case 3: {  // a forged journal entry
+          nlohmann::json j = {
+              {"files", {{entry, {"0"}}}},
+              {"created", pick(2) ? nlohmann::json::array({entry})
+                                  : nlohmann::json::array()}};
+          std::ofstream(out / "accgen-manifest.json.pending", std::ios::trunc)
+              << j.dump();
+          break;
+        }
+        case 4: {  // a forged manifest entry
+          auto j = nlohmann::json::parse(slurp(out / "accgen-manifest.json"),
+                                         nullptr, false);
+          if (j.is_object() && j.contains("files")) {
+            j["files"][entry] = {{"hash", "0"}};
+            std::ofstream(out / "accgen-manifest.json", std::ios::trunc)
+                << j.dump(2);
+          }
+          break;
+        }
+        case 5:  // a link in the tree to a directory outside it
+          if (!fs::exists(fs::symlink_status(out / "link"))) {
+            fs::create_directory_symlink(dir_ / "victim", out / "link");
+          }
+          break;
+        case 6:  // a link in the tree to the specs
+          if (!fs::exists(fs::symlink_status(out / "specs-link"))) {
+            fs::create_directory_symlink(dir_ / "specs", out / "specs-link");
+          }
+          break;
+        case 7: {  // a manifest cut short
+          const fs::path f = out / "accgen-manifest.json";
+          if (fs::file_size(f) < (std::uintmax_t{64} << 20)) {
+            std::string text = slurp(f);
+            std::ofstream(f, std::ios::trunc)
+                << text.substr(0, pick(text.size()));
+          }
+          break;
+        }
+        default: {  // a hand edit
+          const fs::path f = out / generated[pick(generated.size())];
+          if (fs::file_size(f) < (std::uintmax_t{64} << 20)) {
+            std::ofstream(f, std::ios::app) << "// mine\n";
+          }
+          break;
+        }
+      }
+    }
+    const bool force = pick(2) != 0;
+    const auto specs_before = state(dir_ / "specs");
+    const std::string limit = "ulimit -v 2097152;";
+    Result r = accgen(std::string("generate --specs specs --out out") +
+                          (force ? " --force" : ""),
+                      dir_, limit + " timeout 60");
+    ++codes[r.code];
+    SCOPED_TRACE("round " + std::to_string(round) + ", mutations" + what +
+                 (force ? ", --force" : "") + ": " + r.err);
+    EXPECT_TRUE(r.code == 0 || r.code == 3 || r.code == 4) << r.code;
+    EXPECT_EQ(slurp(dir_ / "victim" / "a"), "keep me\n");
+    EXPECT_EQ(slurp(dir_ / "victim" / "x.accgen-tmp"), "keep me too\n");
+    EXPECT_EQ(state(dir_ / "specs"), specs_before);
+    EXPECT_EQ(slurp(out / ".git" / "config"), "[core]\n");
+    for (const auto& [path, bytes] : reference) {
+      if (path.rfind("kernels/", 0) == 0 || path == "tuning.cpp") {
+        EXPECT_EQ(slurp(out / path), bytes) << path;
+      }
+    }
+    if (r.code == 0) {
+      // The manifest's files as the reference's (its inputs record a stray
+      // file beside the specs).
+      auto files = [](const std::string& text) {
+        auto j = nlohmann::json::parse(text, nullptr, false);
+        return j.is_object()
+                   ? j.value("files", nlohmann::json()).dump() +
+                         j.value("user_files", nlohmann::json()).dump()
+                   : std::string();
+      };
+      const auto after = state(out);
+      for (const auto& [path, bytes] : reference) {
+        const auto it = after.find(path);
+        ASSERT_TRUE(it != after.end()) << path;
+        if (path == "accgen-manifest.json") {
+          EXPECT_EQ(files(it->second), files(bytes));
+        } else {
+          EXPECT_EQ(it->second, bytes) << path;
+        }
+      }
+      EXPECT_FALSE(fs::exists(out / "accgen-manifest.json.pending"));
+      EXPECT_EQ(accgen("generate --specs specs --out out --check", dir_,
+                       limit + " timeout 60")
+                    .code,
+                0);
+    }
+    if (!tree_touched) {
+      EXPECT_EQ(
+          accgen("validate --specs specs", dir_, limit + " timeout 60").code,
+          r.code);
+    }
+  }
+  // The mix reached every outcome.
+  EXPECT_GT(codes[0], 0);
+  EXPECT_GT(codes[3], 0);
+  EXPECT_GT(codes[4], 0);
 }
 
 // Kills generate (SIGKILL) at many moments of a run, then checks that the
