@@ -252,6 +252,28 @@ ACCGEN_LIBRARY_IMPL(aten, QuantizedPrivateUse1, m) {
   m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
   m.impl("as_strided", TORCH_FN(at::native::as_strided_qtensorimpl));
   m.impl("view", TORCH_FN(at::native::view));
+  // Every other operator the CPU computes for quantized tensors runs on the
+  // host, and so does every structured operator, whose composite kernel
+  // (CompositeExplicitAutogradNonFunctional: cat, exp) would otherwise take
+  // it before the key's fallback sees it and fail on a result without a
+  // quantizer; on the host it computes or raises what the CPU raises.
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+    const auto op = dispatcher.findOp(name);
+    if (!op.has_value() || name.name.rfind("aten::", 0) != 0 ||
+        !(op->hasKernelForDispatchKey(c10::DispatchKey::QuantizedCPU) ||
+          op->hasKernelForDispatchKey(
+              c10::DispatchKey::CompositeExplicitAutogradNonFunctional)) ||
+        op->hasKernelForDispatchKey(c10::DispatchKey::QuantizedPrivateUse1)) {
+      continue;
+    }
+    std::string short_name = name.name.substr(6);
+    if (!name.overload_name.empty()) {
+      short_name += "." + name.overload_name;
+    }
+    m.impl(short_name.c_str(),
+           torch::CppFunction::makeFromBoxedFunction<&quantizedOnHost>());
+  }
 }
 
 ACCGEN_LIBRARY_IMPL(_, QuantizedPrivateUse1, m) {
