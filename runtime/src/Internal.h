@@ -4,6 +4,12 @@
 #pragma once
 
 #include <string>
+#include <vector>
+
+namespace c10 {
+class OperatorHandle;
+struct IValue;
+}  // namespace c10
 
 namespace c10::impl {
 struct DeviceGuardImplInterface;
@@ -38,6 +44,13 @@ std::string takeDeferredErrors();
 /// Keeps the message of a kernel that failed on a stream, for the next
 /// synchronization that reports the failure (as takeDeferredErrors gives).
 void deferError(std::string message);
+
+/// Runs the boxed call of `op` on the host: its device tensor arguments
+/// copied to the host, its CPU kernel, written arguments and new results
+/// copied back (Note [Sparse tensors on the device] in Sparse.cpp). `kind`
+/// names the tensors in its errors ("sparse", "quantized").
+void runOnHost(const c10::OperatorHandle& op, std::vector<c10::IValue>* stack,
+               const char* kind);
 
 /// The device's kernel of aten::_has_compatible_shallow_copy_type, for its
 /// dense, sparse and sparse compressed tensors (Note [Parameters keep their

@@ -13,11 +13,15 @@
 // dequantize read host aliases of the device memory, and the integers are
 // reached through a dense view of the underlying type over the same storage
 // (integerView), which also serves int_repr and copies. Per-channel
-// parameters are small and move to the host before the kernel runs. Every
-// other operator on a quantized device tensor raises NotImplementedError
-// naming it and the device (the fallback of QuantizedPrivateUse1); a vendor
-// registers device kernels on the same keys (docs/operators.md, "Sparse and
-// quantized tensors").
+// parameters are small and move to the host before the kernel runs. Views
+// (view, as_strided, and through them the composite view operators) are
+// ATen's device-generic ones, which keep the quantizer. Every other
+// operator runs as sparse ones do (Note [Sparse tensors on the device]):
+// its quantized arguments copied to the host, the QuantizedCPU kernel, the
+// results copied back; one the CPU does not implement either raises
+// NotImplementedError naming it and the device (the fallback of
+// QuantizedPrivateUse1). A vendor registers device kernels on the same
+// keys (docs/operators.md, "Sparse and quantized tensors").
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/_copy_from.h>
@@ -27,10 +31,13 @@
 #include <ATen/ops/_empty_per_channel_affine_quantized_native.h>
 #include <ATen/ops/_make_per_channel_quantized_tensor.h>
 #include <ATen/ops/_make_per_tensor_quantized_tensor.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/clone_native.h>
 #include <ATen/ops/dequantize.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like_native.h>
+#include <ATen/ops/empty_native.h>
 #include <ATen/ops/empty_quantized_native.h>
 #include <ATen/ops/int_repr.h>
 #include <ATen/ops/q_per_channel_axis_native.h>
@@ -41,12 +48,14 @@
 #include <ATen/ops/qscheme_native.h>
 #include <ATen/ops/quantize_per_channel.h>
 #include <ATen/ops/quantize_per_tensor.h>
+#include <ATen/ops/view_native.h>
 #include <c10/core/TensorImpl.h>
 #include <c10/util/Exception.h>
 #include <c10/util/FunctionRef.h>
 #include <torch/library.h>
 
 #include "Guarded.h"
+#include "Internal.h"
 #include "accgen/runtime/Emulate.h"
 #include "accgen/runtime/Registration.h"
 #include "accgen/runtime/Runtime.h"
@@ -204,13 +213,8 @@ at::Tensor wrapper__empty_per_channel_affine_quantized(
       device, pin_memory, memory_format);
 }
 
-void quantizedUnsupported(const c10::OperatorHandle& op,
-                          torch::jit::Stack* /*stack*/) {
-  TORCH_CHECK_NOT_IMPLEMENTED(
-      false, "operator ", op.operator_name(),
-      " is not implemented for quantized tensors on device '", kDeviceName,
-      "'; dequantize() them first, or register a kernel for it on the "
-      "QuantizedPrivateUse1 key");
+void quantizedOnHost(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  detail::runOnHost(op, stack, "quantized");
 }
 
 }  // namespace
@@ -232,6 +236,8 @@ ACCGEN_LIBRARY_IMPL(aten, QuantizedPrivateUse1, m) {
          detail::guarded<&wrapper__empty_per_channel_affine_quantized>());
   m.impl("clone", detail::guarded<&at::native::quantized_clone>());
   m.impl("dequantize.self", detail::guarded<&wrapper_dequantize_self>());
+  m.impl("empty.memory_format",
+         detail::guarded<&at::native::empty_unknown_quantized>());
   m.impl("empty_like", detail::guarded<&at::native::empty_like_quantized>());
   m.impl("empty_quantized", detail::guarded<&at::native::empty_quantized>());
   m.impl("int_repr", TORCH_FN(wrapper_int_repr));
@@ -242,11 +248,36 @@ ACCGEN_LIBRARY_IMPL(aten, QuantizedPrivateUse1, m) {
   m.impl("q_scale", TORCH_FN(at::native::q_scale_quant));
   m.impl("q_zero_point", TORCH_FN(at::native::q_zero_point_quant));
   m.impl("qscheme", TORCH_FN(at::native::qscheme_quant));
+  // Views: ATen's own, which keep the quantizer.
+  m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
+  m.impl("as_strided", TORCH_FN(at::native::as_strided_qtensorimpl));
+  m.impl("view", TORCH_FN(at::native::view));
+  // Every other operator the CPU computes for quantized tensors runs on the
+  // host, and so does every structured operator, whose composite kernel
+  // (CompositeExplicitAutogradNonFunctional: cat, exp) would otherwise take
+  // it before the key's fallback sees it and fail on a result without a
+  // quantizer; on the host it computes or raises what the CPU raises.
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+    const auto op = dispatcher.findOp(name);
+    if (!op.has_value() || name.name.rfind("aten::", 0) != 0 ||
+        !(op->hasKernelForDispatchKey(c10::DispatchKey::QuantizedCPU) ||
+          op->hasKernelForDispatchKey(
+              c10::DispatchKey::CompositeExplicitAutogradNonFunctional)) ||
+        op->hasKernelForDispatchKey(c10::DispatchKey::QuantizedPrivateUse1)) {
+      continue;
+    }
+    std::string short_name = name.name.substr(6);
+    if (!name.overload_name.empty()) {
+      short_name += "." + name.overload_name;
+    }
+    m.impl(short_name.c_str(),
+           torch::CppFunction::makeFromBoxedFunction<&quantizedOnHost>());
+  }
 }
 
 ACCGEN_LIBRARY_IMPL(_, QuantizedPrivateUse1, m) {
-  m.fallback(
-      torch::CppFunction::makeFromBoxedFunction<&quantizedUnsupported>());
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&quantizedOnHost>());
 }
 
 }  // namespace accgen::runtime

@@ -60,12 +60,11 @@ bool onDevice(const at::Tensor& t) {
   return t.defined() && t.device().type() == kDeviceType;
 }
 
-[[noreturn]] void unsupported(const c10::OperatorHandle& op,
+[[noreturn]] void unsupported(const c10::OperatorHandle& op, const char* kind,
                               const std::string& why) {
   TORCH_CHECK_NOT_IMPLEMENTED(false, "operator ", op.operator_name(),
-                              " is not supported for sparse tensors on "
-                              "device '",
-                              kDeviceName, "': ", why);
+                              " is not supported for ", kind,
+                              " tensors on device '", kDeviceName, "': ", why);
 }
 
 // `value` with each tensor in it (a Tensor, Tensor[] or Tensor?[]) replaced
@@ -120,15 +119,22 @@ void writeBack(const at::Tensor& device, const at::Tensor& host) {
   device.copy_(host);
 }
 
-// The kernel of Note [Sparse tensors on the device]: `op` on the host.
-void sparseOnHost(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+}  // namespace
+
+namespace detail {
+
+// The kernel of Note [Sparse tensors on the device] (and of quantized
+// tensors, Note [Quantized tensors on the device]): `op` on the host.
+void runOnHost(const c10::OperatorHandle& op, torch::jit::Stack* stack,
+               const char* kind) {
   const c10::FunctionSchema& schema = op.schema();
   for (const c10::Argument& ret : schema.returns()) {
     if (ret.alias_info() != nullptr && !ret.alias_info()->isWrite()) {
-      unsupported(op,
-                  "its result is a view of an argument, which a copy to the "
-                  "host cannot keep; register a kernel for it on the "
-                  "sparse key");
+      unsupported(op, kind,
+                  c10::str("its result is a view of an argument, which a "
+                           "copy to the host cannot keep; register a kernel "
+                           "for it on the ",
+                           kind, " key"));
     }
   }
   const auto& arguments = schema.arguments();
@@ -152,10 +158,25 @@ void sparseOnHost(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   const std::vector<c10::IValue> host_arguments =
       torch::jit::last(*stack, arguments.size()).vec();
+  bool moved = false;
+  for (std::size_t i = 0; i < arguments.size() && !moved; ++i) {
+    for (const at::Tensor& t : tensorsOf(originals[i])) {
+      moved = moved || onDevice(t);
+    }
+  }
+  if (!moved) {
+    // Nothing to move (a factory given the device): the same call again
+    // would only come back here.
+    unsupported(op, kind,
+                c10::str("it has no ", kind,
+                         " tensor argument to compute on the host; register "
+                         "a kernel for it on the ",
+                         kind, " key"));
+  }
   try {
     op.callBoxed(stack);
   } catch (const c10::NotImplementedError& error) {
-    unsupported(op, error.what_without_backtrace());
+    unsupported(op, kind, error.what_without_backtrace());
   }
   const c10::Device target =
       device.value_or(c10::Device(kDeviceType, currentDevice()));
@@ -188,6 +209,14 @@ void sparseOnHost(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       return onDevice(t) ? t : t.to(target);
     });
   }
+}
+
+}  // namespace detail
+
+namespace {
+
+void sparseOnHost(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  detail::runOnHost(op, stack, "sparse");
 }
 
 torch::CppFunction onHost() {

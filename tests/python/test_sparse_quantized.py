@@ -245,10 +245,43 @@ def test_quantize_errors_as_on_cpu(device):
     assert first_line == str(device_error.value).splitlines()[0]
 
 
+@pytest.mark.parametrize("name,op", [
+    ("view", lambda t: t.view(3, 20)),
+    ("reshape", lambda t: t.reshape(12, 5)),
+    ("transpose", lambda t: t.transpose(0, 2)),
+    ("select", lambda t: t[1]),
+    ("flip", lambda t: t.flip(0)),
+    ("relu", torch.relu),
+    ("max_pool2d", lambda t: torch.nn.functional.max_pool2d(t, 2)),
+    ("cat", lambda t: torch.cat([t, t], 1)),
+    ("add", lambda t: torch.ops.quantized.add(t, t, 0.2, 3)),
+    ("mean", lambda t: t.mean(2)),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_quantized_operators_match_the_cpu(device, name, op):
+    # Views are ATen's own; the rest runs on the host (Note [Quantized
+    # tensors on the device]).
+    q = torch.quantize_per_tensor(floats(), 0.1, 10, torch.quint8)
+    want = op(q)
+    got = op(q.to(device))
+    assert_on(got, want, device)
+    assert got.q_scale() == want.q_scale()
+    assert got.q_zero_point() == want.q_zero_point()
+
+
+def test_quantized_views_share_the_device_memory(device):
+    q = torch.quantize_per_tensor(floats(), 0.1, 10, torch.qint8).to(device)
+    for view in (q.view(3, 20), q.transpose(0, 1), q[1:]):
+        assert view.device == q.device
+        assert (view.untyped_storage().data_ptr()
+                == q.untyped_storage().data_ptr())
+        assert view.q_scale() == q.q_scale()
+
+
 def test_unsupported_quantized_operator_names_it(device):
     q = torch.quantize_per_tensor(floats(), 0.1, 10, torch.qint8)
-    torch.relu(q)  # the CPU has it
+    with pytest.raises(NotImplementedError):
+        torch.exp(q)  # the CPU has none either
     with pytest.raises(NotImplementedError,
-                       match=rf"aten::relu .*quantized tensors on device "
+                       match=rf"aten::exp.*quantized tensors on device "
                        rf"'{device}'"):
-        torch.relu(q.to(device))
+        torch.exp(q.to(device))
