@@ -25,6 +25,7 @@
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/utils/device_lazy_init.h>
 #include <torch/csrc/utils/pybind.h>
 #include <torch/csrc/utils/python_numbers.h>
 #include <torch/library.h>
@@ -46,18 +47,31 @@ namespace {
 std::atomic<bool> g_initialized{false};
 std::atomic<bool> g_in_bad_fork{false};
 
-// The driver's worker threads do not survive fork(): a child of a process
-// that used the device must not use it again.
+// Note [Fork]
+// As with CUDA, only a child of a process that initialized the device
+// (_lazy_init, run by torch before the first device tensor) may not use it:
+// the driver's worker threads do not survive fork(). import, device_count()
+// and is_available() leave a process that forks freely (the driver refuses
+// only a child forked after a worker started, Note [Runtime lifetime] in
+// runtime_emulator/src/runtime.h). torch's fork handler for PrivateUse1
+// makes the child's next device tensor run _lazy_init again, which raises
+// "Cannot re-initialize"; ours covers calls that do not pass through it.
 void markChildAfterFork() {
   if (g_initialized.load()) {
     g_in_bad_fork.store(true);
   }
 }
 
+bool inBadFork() {
+  return g_in_bad_fork.load() ||
+         torch::utils::is_device_in_bad_fork(kDeviceType);
+}
+
 void lazyInit() {
-  TORCH_CHECK(!g_in_bad_fork.load(), "Cannot re-initialize ", kDeviceName,
+  TORCH_CHECK(!inBadFork(), "Cannot re-initialize ", kDeviceName,
               " in a forked subprocess. Use the 'spawn' "
               "start method with multiprocessing.");
+  torch::utils::register_fork_handler_for_device_init(kDeviceType);
   at::globalContext().lazyInitDevice(kDeviceType);
   g_initialized.store(true);
 }
@@ -160,7 +174,8 @@ class FallbackRoute {
 // calls each compiled kernel through here (runtime/python/_compile.py)
 // rather than directly: the kernel is device work, run on the current stream
 // after the work queued there, with access to exactly the allocations of its
-// tensor arguments (so it also runs under the access guard). The kernel is
+// tensor arguments (so it also runs under the access guard), each checked
+// to lie within its storage first. The kernel is
 // entered through the compiled module's Python binding, which needs the
 // GIL. When the stream is idle the driver runs it here at once
 // (accLaunchIfIdle) and the caller keeps the GIL, as a compiled CPU kernel
@@ -204,6 +219,10 @@ PyObject* launchCompiled(PyObject* /*module*/, PyObject* const* args,
     if (device < 0) {
       device = tensor.device().index();
     }
+    // Note [Device misuse]: the kernel reads and writes the geometry it was
+    // compiled for; a storage resized since (resize_ on it) is refused
+    // before the kernel touches memory past it, as an eager call is.
+    emulate::checkInBounds(tensor);
     if (const void* data = tensor.storage().data(); data != nullptr) {
       buffers.push_back(data);
     }
@@ -297,7 +316,7 @@ PYBIND11_MODULE(_C, m) {
   const auto no_gil = py::call_guard<py::gil_scoped_release>();
 
   m.def("_init", &lazyInit, no_gil);
-  m.def("_is_in_bad_fork", [] { return g_in_bad_fork.load(); });
+  m.def("_is_in_bad_fork", &inBadFork);
   m.def("_get_device_count", [] { return static_cast<int>(deviceCount()); });
   m.def("_get_device", [] { return static_cast<int>(currentDevice()); });
   m.def("_set_device", [](int device) {

@@ -50,6 +50,7 @@
 
 #include "Guarded.h"
 #include "Internal.h"
+#include "accgen/runtime/Emulate.h"
 #include "accgen/runtime/Registration.h"
 #include "accgen/runtime/Runtime.h"
 
@@ -141,6 +142,9 @@ void runOnHost(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   const std::size_t base = stack->size() - arguments.size();
   const std::vector<c10::IValue> originals =
       torch::jit::last(*stack, arguments.size()).vec();
+  // Note [Device misuse]: a CPU tensor among device tensors, sparse or
+  // dense, raises CUDA's error; the copies below would hide it.
+  emulate::checkSameDevice(originals, schema);
   std::optional<c10::Device> device;
   for (std::size_t i = 0; i < arguments.size(); ++i) {
     const c10::IValue& value = originals[i];

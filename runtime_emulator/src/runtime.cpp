@@ -15,6 +15,8 @@ std::atomic<Runtime*> g_runtime{nullptr};
 // static initialization or destruction.
 std::mutex g_create_mutex;
 std::atomic<bool> g_forked_child{false};
+// Whether a stream worker was ever started in this process.
+std::atomic<bool> g_workers_started{false};
 
 thread_local int tls_device = 0;
 
@@ -27,8 +29,15 @@ void shutdownAtExit() {
   }
 }
 
+// Note [Runtime lifetime]: only the workers do not survive fork(). A child
+// of a process that never started one has the whole runtime (its tables,
+// and device memory, which is the parent's host memory copied) and uses it
+// as the parent would; CUDA likewise poisons only the children of a
+// process that initialized it.
 void markForkedChild() {
-  g_forked_child.store(true, std::memory_order_relaxed);
+  if (g_workers_started.load(std::memory_order_relaxed)) {
+    g_forked_child.store(true, std::memory_order_relaxed);
+  }
 }
 
 // Creates the runtime; called with g_create_mutex held.
@@ -213,6 +222,10 @@ accError_t initializeRuntime(const accInitParams& params) {
   return createLocked(resolveConfig(params.deviceCount, params.memoryPerDevice))
              ? accSuccess
              : accErrorMemoryAllocation;
+}
+
+void noteWorkerStarted() {
+  g_workers_started.store(true, std::memory_order_relaxed);
 }
 
 bool inForkedChild() {

@@ -9,8 +9,9 @@
 // atexit handler stops the stream workers (each finishes its current item;
 // queued work is dropped) so no thread runs while the process tears down;
 // later calls run their work inline on the caller. In a child forked after
-// the runtime started, the workers do not exist: every call that would need
-// them returns accErrorNotInitialized (see docs/driver-interface.md).
+// a stream worker started, the workers do not exist: every call returns
+// accErrorNotInitialized (see docs/driver-interface.md). A child forked
+// before any worker started uses the runtime as its parent would.
 #pragma once
 
 #include <atomic>
@@ -103,8 +104,12 @@ Runtime* runtime();
 /// accInit: creates the runtime with `params`; accErrorNotInitialized if it
 /// already exists.
 accError_t initializeRuntime(const accInitParams& params);
-/// True in a child forked after the runtime started (Note [Runtime lifetime]).
+/// True in a child forked after a stream worker started (Note [Runtime
+/// lifetime]).
 bool inForkedChild();
+/// Records that a stream worker started: a child forked from now on is
+/// refused.
+void noteWorkerStarted();
 
 /// The common prologue of every entry point: rejects use in a forked child,
 /// creates the runtime, and turns any exception into an error code so that

@@ -13,6 +13,8 @@
 //    done_waiters_ and, if non-zero, notifies under done_mutex_.
 #include "stream.h"
 
+#include "runtime.h"
+
 #include <pthread.h>
 #include <sched.h>
 
@@ -122,6 +124,7 @@ void Stream::startWorker() {
   if (started_.load(std::memory_order_relaxed)) {
     return;
   }
+  noteWorkerStarted();
   worker_ = std::thread([this] { workerLoop(); });
   started_.store(true, std::memory_order_release);
 }

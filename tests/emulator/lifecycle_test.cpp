@@ -114,6 +114,48 @@ TEST_F(LifecycleDeathTest, DriverCallsAfterTheExitHandlerStillWork) {
   EXPECT_EXIT(useAfterExitHandler(), ::testing::ExitedWithCode(0), "");
 }
 
+// In a process of its own (a threadsafe death test runs it in a fresh
+// exec): the device counted and memory allocated, no worker started, then
+// fork. The child uses the driver fully, a stream worker included, as a
+// child of a process that never initialized CUDA does.
+[[noreturn]] void forkBeforeAnyWorker() {
+  int count = 0;
+  void* dev = nullptr;
+  if (accGetDeviceCount(&count) != accSuccess || count < 1 ||
+      accMalloc(&dev, 64) != accSuccess) {
+    std::_Exit(2);
+  }
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    std::_Exit(3);
+  }
+  if (pid == 0) {
+    accStream_t stream = nullptr;
+    void* mine = nullptr;
+    const bool used =
+        accStreamCreate(&stream) == accSuccess &&
+        accMalloc(&mine, 64) == accSuccess &&
+        accMemsetAsync(mine, 7, 64, stream) == accSuccess &&
+        launch(stream, [] { return accSuccess; }, {mine}) == accSuccess &&
+        accStreamSynchronize(stream) == accSuccess &&
+        accFree(mine) == accSuccess && accFree(dev) == accSuccess &&
+        accStreamDestroy(stream) == accSuccess;
+    std::_Exit(used ? 0 : 4);
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+    std::_Exit(5);
+  }
+  std::_Exit(WEXITSTATUS(status) == 0 && accFree(dev) == accSuccess
+                 ? 0
+                 : 10 + WEXITSTATUS(status));
+}
+
+TEST_F(LifecycleDeathTest, ChildForkedBeforeAnyWorkerUsesTheDriver) {
+  EXPECT_EXIT(forkBeforeAnyWorker(), ::testing::ExitedWithCode(0), "");
+}
+
 TEST(Lifecycle, ForkedChildIsRefusedAndParentCarriesOn) {
   void* dev = nullptr;
   ASSERT_EQ(accMalloc(&dev, 64), accSuccess);

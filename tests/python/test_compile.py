@@ -258,6 +258,24 @@ def test_a_launch_runs_in_stream_order_and_raises_what_the_kernel_raises(device,
         launch()
 
 
+def test_a_compiled_kernel_refuses_a_storage_shrunk_since_compilation(device, mod):
+    # Note [Device misuse]: as an eager call does, before the kernel reads
+    # memory past the storage (it returned garbage, even under the guard).
+    fn = torch.compile(lambda t: t * 2 + 1)
+    x = torch.arange(64.0, device=device)
+    _close(fn(x), torch.arange(64.0) * 2 + 1)
+    x.untyped_storage().resize_(8)
+    with pytest.raises(RuntimeError, match="needs a storage of 256 bytes; its storage holds 8"):
+        fn(x)
+    with pytest.raises(RuntimeError, match="needs a storage of 256 bytes"):
+        x * 2  # the eager call raises the same
+    # The launch itself checks, before the kernel runs.
+    ran = []
+    with pytest.raises(RuntimeError, match="needs a storage of 256 bytes"):
+        mod._C._launch_compiled(lambda t: ran.append(t), x)
+    assert ran == []
+
+
 def test_buffers_come_from_the_device_allocator(device, mod):
     empty = mod._C._empty_strided
     t = empty((2, 3), (1, 2), torch.float16, 0)

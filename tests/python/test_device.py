@@ -493,6 +493,46 @@ def test_autocast_context_is_accepted(device, mod, autocast):
 
 # ----------------------------------------------------------------------- fork
 
+_FORK = """
+import os, sys, torch
+m = torch.{device}
+{before}
+pid = os.fork()
+if pid == 0:
+    try:
+        x = torch.arange(4.0, device="{device}") * 2
+        m.synchronize()
+        ok = x.cpu().tolist() == [0.0, 2.0, 4.0, 6.0] and m.device_count() >= 1
+        os._exit(0 if ok else 2)
+    except RuntimeError as e:
+        print(e, flush=True)
+        os._exit(3)
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status))
+"""
+
+
+@pytest.mark.parametrize("before", ["", "assert m.device_count() >= 1",
+                                    "assert m.is_available()"])
+def test_a_child_forked_before_the_device_is_initialized_uses_it(device, run_python, before):
+    # As with CUDA: import, device_count() and is_available() do not
+    # initialize the device, so a child forked after them uses it.
+    result = run_python(_FORK.format(device=device, before=before), timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "0", result.stdout
+
+
+def test_a_child_forked_after_the_device_is_initialized_raises(device, run_python):
+    # As with CUDA: the child of a process that used the device raises at
+    # its first use, it does not hang or crash.
+    result = run_python(_FORK.format(device=device, before=f"torch.ones(1, device='{device}')"),
+                        timeout=60)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[-1] == "3", result.stdout
+    assert "Cannot re-initialize" in lines[0] and "forked subprocess" in lines[0]
+
+
 
 def test_lazy_init_state(device, mod, run_python):
     code = (

@@ -131,6 +131,21 @@ def test_sparse_mm(device):
     assert_on(torch.mm(s.to(device), d.to(device)), torch.mm(s, d), device)
 
 
+@pytest.mark.parametrize("call", ["sparse.mm", "dense + sparse", "sparse + sparse",
+                                  "sparse.mm out="])
+def test_sparse_operators_refuse_a_cpu_tensor(device, call):
+    # Note [Device misuse]: as CUDA does; the host copies hid the mix.
+    s, d = coo(), dense()
+    m = torch.randn(5, 3)
+    run = {"sparse.mm": lambda: torch.sparse.mm(s.to(device), m),
+           "dense + sparse": lambda: d.to(device) + s,
+           "sparse + sparse": lambda: s.to(device) + s,
+           "sparse.mm out=": lambda: torch.mm(s.to(device), m.to(device),
+                                              out=torch.empty(4, 3))}[call]
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        run()
+
+
 def test_sparse_clone_and_copy(device):
     s = coo().coalesce()
     assert_on(s.to(device).clone(), s.clone(), device)
