@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <ATen/Context.h>
@@ -25,6 +26,7 @@
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/profiler/python/combined_traceback.h>
 #include <torch/csrc/utils/device_lazy_init.h>
 #include <torch/csrc/utils/pybind.h>
 #include <torch/csrc/utils/python_numbers.h>
@@ -35,6 +37,7 @@
 #include "accgen/runtime/Distributed.h"
 #include "accgen/runtime/Driver.h"
 #include "accgen/runtime/Emulate.h"
+#include "accgen/runtime/MemoryHistory.h"
 #include "accgen/runtime/Registration.h"
 #include "accgen/runtime/Runtime.h"
 #include "accgen/runtime/Tuning.h"
@@ -74,6 +77,88 @@ void lazyInit() {
   torch::utils::register_fork_handler_for_device_init(kDeviceType);
   at::globalContext().lazyInitDevice(kDeviceType);
   g_initialized.store(true);
+}
+
+// Note [Memory history] in runtime/src/Allocator.cpp: the allocator's
+// segments and trace as torch.cuda.memory._snapshot() gives them, with
+// each stack symbolized into frames ({"filename", "line", "name"}).
+py::dict memorySnapshotDict() {
+  const MemorySnapshot snapshot = memorySnapshot();
+  // Every stack once, symbolized together.
+  std::vector<torch::CapturedTraceback*> stacks;
+  std::unordered_map<const c10::GatheredContext*, std::size_t> index;
+  auto add = [&](const std::shared_ptr<c10::GatheredContext>& context) {
+    if (context && index.emplace(context.get(), stacks.size()).second) {
+      stacks.push_back(static_cast<torch::CapturedTraceback*>(context.get()));
+    }
+  };
+  for (const MemorySegment& segment : snapshot.segments) {
+    add(segment.context);
+  }
+  for (const auto& trace : snapshot.traces) {
+    for (const MemoryTraceEntry& entry : trace) {
+      add(entry.context);
+    }
+  }
+  const std::vector<py::object> frames = torch::py_symbolize(stacks);
+  auto framesOf = [&](const std::shared_ptr<c10::GatheredContext>& context) {
+    return context ? frames[index.at(context.get())] : py::list();
+  };
+  static constexpr const char* kStates[] = {"active_allocated",
+                                            "active_pending_free", "inactive"};
+  py::list segments;
+  for (const MemorySegment& s : snapshot.segments) {
+    const bool active = s.state != MemorySegment::State::kInactive;
+    const bool allocated = s.state == MemorySegment::State::kActiveAllocated;
+    py::dict block;
+    block["address"] = s.address;
+    block["size"] = s.size;
+    block["requested_size"] = active ? s.requested : 0;
+    block["state"] = kStates[static_cast<int>(s.state)];
+    block["frames"] = active ? framesOf(s.context) : py::list();
+    py::dict segment;
+    segment["device"] = static_cast<int>(s.device);
+    segment["address"] = s.address;
+    segment["total_size"] = s.size;
+    segment["allocated_size"] = allocated ? s.size : 0;
+    segment["active_size"] = active ? s.size : 0;
+    segment["requested_size"] = active ? s.requested : 0;
+    segment["stream"] = s.stream;
+    segment["segment_type"] = s.small ? "small" : "large";
+    segment["segment_pool_id"] = py::make_tuple(0, 0);
+    segment["is_expandable"] = false;
+    segment["frames"] = framesOf(s.context);
+    py::list blocks;
+    blocks.append(block);
+    segment["blocks"] = blocks;
+    segments.append(segment);
+  }
+  static constexpr const char* kActions[] = {"alloc",          "free_requested",
+                                             "free_completed", "segment_alloc",
+                                             "segment_free",   "oom"};
+  py::list traces;
+  for (const auto& trace : snapshot.traces) {
+    py::list entries;
+    for (const MemoryTraceEntry& e : trace) {
+      py::dict entry;
+      entry["action"] = kActions[static_cast<int>(e.action)];
+      entry["addr"] = e.addr;
+      entry["size"] = e.size;
+      entry["stream"] = e.stream;
+      entry["time_us"] = e.time_us;
+      entry["frames"] = framesOf(e.context);
+      if (e.action == MemoryTraceEntry::Action::kOom) {
+        entry["device_free"] = e.device_free;
+      }
+      entries.append(entry);
+    }
+    traces.append(entries);
+  }
+  py::dict result;
+  result["segments"] = segments;
+  result["device_traces"] = traces;
+  result["allocator_settings"] = py::dict();
+  return result;
 }
 
 py::tuple packStream(const c10::Stream& stream) {
@@ -419,6 +504,14 @@ PYBIND11_MODULE(_C, m) {
   m.def("_memory_stats", [](int device) {
     return memoryStats(static_cast<c10::DeviceIndex>(device));
   });
+  m.def("_record_memory_history",
+        [](bool enabled, bool stacks, std::size_t max_entries) {
+          if (enabled && stacks) {
+            torch::installCapturedTracebackPython();
+          }
+          recordMemoryHistory(enabled, stacks, max_entries);
+        });
+  m.def("_snapshot", &memorySnapshotDict);
   m.def("_reset_peak_memory_stats", [](int device) {
     getDeviceAllocator()->resetPeakStats(
         resolveDevice(static_cast<c10::DeviceIndex>(device)));

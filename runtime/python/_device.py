@@ -56,7 +56,9 @@ __all__ = [
     "mem_get_info",
     "memory_allocated",
     "memory_reserved",
+    "memory_snapshot",
     "memory_stats",
+    "memory_summary",
     "reset_accumulated_memory_stats",
     "reset_peak_memory_stats",
     "seed",
@@ -503,6 +505,21 @@ def mem_get_info(device: _Device = None) -> tuple[int, int]:
     return _C._mem_get_info(_device_index(device))
 
 
+def memory_summary(device: _Device = None, abbreviated: bool = False) -> str:
+    """The allocator's statistics as a table (torch.cuda.memory_summary);
+    torch.<device>.memory has the history and snapshot tools."""
+    from . import memory
+
+    return memory.memory_summary(device, abbreviated)
+
+
+def memory_snapshot() -> list[dict[str, Any]]:
+    """The allocator's segments (torch.cuda.memory_snapshot())."""
+    from . import memory
+
+    return memory.memory_snapshot()
+
+
 if _C._config["pinned_memory"]:
 
     def host_memory_stats() -> "OrderedDict[str, Any]":
@@ -657,7 +674,7 @@ def register(package: ModuleType) -> None:
         torch.utils.generate_methods_for_privateuse1_backend(
             for_tensor=True, for_module=True, for_storage=True
         )
-    from . import _compile
+    from . import _compile, memory  # noqa: F401 (torch.<device>.memory)
 
     _compile.install()
     _register_distributed()

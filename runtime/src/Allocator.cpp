@@ -20,8 +20,24 @@
 // driver (in use or cached); "small_pool" holds blocks up to 1 MiB. Note
 // [Runtime tuning] says how a vendor changes these sizes.
 // --8<-- [end:caching-allocator-note]
+//
+// --8<-- [start:memory-history-note]
+// Note [Memory history]
+// As CUDA's allocator does, this one reports every allocation and free to
+// the profiler when it records memory (profile_memory=True), and, once
+// torch.<device>.memory._record_memory_history() asked for it, keeps a
+// trace of its events (alloc, free_requested, free_completed,
+// segment_alloc, segment_free, oom) with the stack of each, and the stack
+// of each block's allocation. _snapshot() returns the segments, their
+// blocks and the trace in the structure of torch.cuda.memory._snapshot(),
+// so torch.cuda._memory_viz reads it. Recording costs nothing while off:
+// one relaxed atomic load an allocation.
+// --8<-- [end:memory-history-note]
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -35,8 +51,10 @@
 #include <c10/core/StorageImpl.h>
 #include <c10/util/Exception.h>
 #include <c10/util/StringUtil.h>
+#include <torch/csrc/profiler/combined_traceback.h>
 
 #include "accgen/runtime/Driver.h"
+#include "accgen/runtime/MemoryHistory.h"
 #include "accgen/runtime/Runtime.h"
 #include "accgen/runtime/Tuning.h"
 
@@ -77,6 +95,7 @@ struct Block {
   c10::StreamId stream = 0;  // the allocation stream
   bool allocated = false;
   std::vector<c10::Stream> stream_uses;  // other streams, see recordStream
+  std::shared_ptr<c10::GatheredContext> context;  // Note [Memory history]
 };
 
 // Free blocks of one device, ordered for best fit within a stream.
@@ -91,7 +110,16 @@ struct DeviceState {
   std::set<FreeKey> free_blocks;
   std::vector<PendingFree> pending;
   DeviceStats stats;
+  std::deque<MemoryTraceEntry> trace;  // Note [Memory history]
 };
+
+using Action = MemoryTraceEntry::Action;
+
+std::int64_t nowUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 void updateStat(StatArray& stat, std::size_t block_size, std::size_t amount,
                 bool increase) {
@@ -139,11 +167,73 @@ class CachingAllocator final : public c10::DeviceAllocator {
                 static_cast<std::ptrdiff_t>(nbytes), " bytes");
     const std::size_t size = roundUp(nbytes);
     const c10::StreamId stream = getCurrentStream(device).id();
-    Block* block = takeCachedBlock(device, stream, size, nbytes);
+    const auto context = gatherContext();
+    Block* block = takeCachedBlock(device, stream, size, nbytes, context);
     if (block == nullptr) {
-      block = allocateFromDriver(device, stream, size, nbytes);
+      block = allocateFromDriver(device, stream, size, nbytes, context);
     }
+    reportToProfiler(block->ptr, static_cast<std::int64_t>(block->size),
+                     device);
     return {block->ptr, block->ptr, &deleteBlock, torch_device};
+  }
+
+  // Note [Memory history].
+  void recordHistory(bool enabled, bool stacks, std::size_t max_entries) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    history_stacks_.store(enabled && stacks, std::memory_order_relaxed);
+    max_entries_ = std::max<std::size_t>(max_entries, 1);
+    history_.store(enabled, std::memory_order_relaxed);
+    if (devices_.empty()) {
+      state(0);
+    }
+    for (DeviceState& device_state : devices_) {
+      if (!enabled) {
+        device_state.trace.clear();
+      }
+      while (device_state.trace.size() > max_entries_) {
+        device_state.trace.pop_front();
+      }
+    }
+    if (!enabled) {
+      for (auto& [ptr, block] : blocks_) {
+        block->context.reset();
+      }
+    }
+  }
+
+  MemorySnapshot snapshot() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    MemorySnapshot result;
+    std::set<const Block*> pending;
+    for (DeviceState& device_state : devices_) {
+      for (const PendingFree& p : device_state.pending) {
+        pending.insert(p.block);
+      }
+      result.traces.emplace_back(device_state.trace.begin(),
+                                 device_state.trace.end());
+    }
+    for (const auto& [ptr, block] : blocks_) {
+      MemorySegment segment;
+      segment.device = block->device;
+      segment.address = reinterpret_cast<std::uintptr_t>(block->ptr);
+      segment.size = block->size;
+      segment.requested = block->requested;
+      segment.stream = block->stream;
+      segment.small =
+          block->size <= tuning().device_allocator.small_block_bytes;
+      segment.state =
+          pending.count(block.get()) ? MemorySegment::State::kActivePendingFree
+          : block->allocated         ? MemorySegment::State::kActiveAllocated
+                                     : MemorySegment::State::kInactive;
+      segment.context = block->context;
+      result.segments.push_back(std::move(segment));
+    }
+    std::sort(result.segments.begin(), result.segments.end(),
+              [](const MemorySegment& a, const MemorySegment& b) {
+                return std::tie(a.device, a.address) <
+                       std::tie(b.device, b.address);
+              });
+    return result;
   }
 
   c10::DeleterFnPtr raw_deleter() const override { return &deleteBlock; }
@@ -224,7 +314,8 @@ class CachingAllocator final : public c10::DeviceAllocator {
   // Without caching (RuntimeTuning::DeviceAllocator::caching), a freed
   // block goes back to the driver at once.
   void free(void* ptr) {
-    const c10::DeviceIndex device = freeBlock(ptr);
+    const auto [device, size] = freeBlock(ptr);
+    reportToProfiler(ptr, -static_cast<std::int64_t>(size), device);
     if (!tuning().device_allocator.caching) {
       try {
         releaseCachedBlocks(device);
@@ -236,17 +327,73 @@ class CachingAllocator final : public c10::DeviceAllocator {
   }
 
  private:
+  // The stack of the current call, when the history keeps stacks (Note
+  // [Memory history]); gathered without mutex_.
+  std::shared_ptr<c10::GatheredContext> gatherContext() const {
+    if (!history_stacks_.load(std::memory_order_relaxed)) {
+      return nullptr;
+    }
+    return torch::CapturedTraceback::gather(/*python=*/true, /*script=*/true,
+                                            /*cpp=*/false);
+  }
+
+  // Requires mutex_.
+  void record(c10::DeviceIndex device, Action action, const void* ptr,
+              std::size_t size, c10::StreamId stream,
+              std::shared_ptr<c10::GatheredContext> context,
+              std::size_t device_free = 0) {
+    if (!history_.load(std::memory_order_relaxed)) {
+      return;
+    }
+    auto& trace = state(device).trace;
+    if (trace.size() >= max_entries_) {
+      trace.pop_front();
+    }
+    MemoryTraceEntry entry;
+    entry.action = action;
+    entry.addr = reinterpret_cast<std::uintptr_t>(ptr);
+    entry.size = size;
+    entry.stream = stream;
+    entry.time_us = nowUs();
+    entry.device_free = device_free;
+    entry.context = std::move(context);
+    trace.push_back(std::move(entry));
+  }
+
+  // Tells the profiler, when it records memory, of `delta` bytes at `ptr`
+  // (Note [Memory history]).
+  void reportToProfiler(void* ptr, std::int64_t delta,
+                        c10::DeviceIndex device) {
+    if (!c10::memoryProfilingEnabled()) {
+      return;
+    }
+    std::size_t allocated = 0;
+    std::size_t reserved = 0;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      const DeviceStats& stats = state(device).stats;
+      allocated = static_cast<std::size_t>(stats.allocated_bytes[0].current);
+      reserved = static_cast<std::size_t>(stats.reserved_bytes[0].current);
+    }
+    c10::reportMemoryUsageToProfiler(ptr, delta, allocated, reserved,
+                                     c10::Device(kDeviceType, device));
+  }
+
   // Returns the block to the cache (or to the pending list while other
-  // streams may use it); the device it was on.
-  c10::DeviceIndex freeBlock(void* ptr) {
+  // streams may use it); the device it was on and its size.
+  std::pair<c10::DeviceIndex, std::size_t> freeBlock(void* ptr) {
+    const auto context = gatherContext();
     std::unique_lock<std::mutex> lock(mutex_);
     const auto it = blocks_.find(ptr);
     TORCH_INTERNAL_ASSERT(it != blocks_.end(), kDeviceName,
                           ": freeing an unknown pointer");
     Block* block = it->second.get();
+    const std::size_t size = block->size;
+    record(block->device, Action::kFreeRequested, ptr, size, block->stream,
+           context);
     if (block->stream_uses.empty()) {
-      markFree(*block);
-      return block->device;
+      markFree(*block, context);
+      return {block->device, size};
     }
     std::vector<c10::Stream> uses = std::move(block->stream_uses);
     block->stream_uses.clear();
@@ -275,11 +422,11 @@ class CachingAllocator final : public c10::DeviceAllocator {
     }
     lock.lock();
     if (events.empty()) {
-      markFree(*block);
+      markFree(*block, context);
     } else {
       state(block->device).pending.push_back({block, std::move(events)});
     }
-    return block->device;
+    return {block->device, size};
   }
 
   DeviceState& state(c10::DeviceIndex device) {
@@ -310,13 +457,15 @@ class CachingAllocator final : public c10::DeviceAllocator {
       for (accEvent_t event : it->events) {
         (void)accEventDestroy(event);
       }
-      markFree(*it->block);
+      markFree(*it->block, nullptr);
       it = pending.erase(it);
     }
   }
 
   // Requires mutex_.
-  void markFree(Block& block) {
+  void markFree(Block& block, std::shared_ptr<c10::GatheredContext> context) {
+    record(block.device, Action::kFreeCompleted, block.ptr, block.size,
+           block.stream, std::move(context));
     DeviceStats& stats = state(block.device).stats;
     updateStat(stats.allocation, block.size, 1, false);
     updateStat(stats.active, block.size, 1, false);
@@ -330,10 +479,14 @@ class CachingAllocator final : public c10::DeviceAllocator {
   }
 
   // Requires mutex_.
-  void markAllocated(Block& block, std::size_t requested) {
+  void markAllocated(Block& block, std::size_t requested,
+                     const std::shared_ptr<c10::GatheredContext>& context) {
+    record(block.device, Action::kAlloc, block.ptr, block.size, block.stream,
+           context);
     DeviceStats& stats = state(block.device).stats;
     block.allocated = true;
     block.requested = requested;
+    block.context = context;
     updateStat(stats.allocation, block.size, 1, true);
     updateStat(stats.active, block.size, 1, true);
     updateStat(stats.allocated_bytes, block.size, block.size, true);
@@ -342,7 +495,8 @@ class CachingAllocator final : public c10::DeviceAllocator {
   }
 
   Block* takeCachedBlock(c10::DeviceIndex device, c10::StreamId stream,
-                         std::size_t size, std::size_t requested) {
+                         std::size_t size, std::size_t requested,
+                         const std::shared_ptr<c10::GatheredContext>& context) {
     const std::lock_guard<std::mutex> lock(mutex_);
     processPending(device, /*wait=*/false);
     auto& free_blocks = state(device).free_blocks;
@@ -353,13 +507,15 @@ class CachingAllocator final : public c10::DeviceAllocator {
     }
     Block* block = blocks_.at(std::get<2>(*it)).get();
     free_blocks.erase(it);
-    markAllocated(*block, requested);
+    markAllocated(*block, requested, context);
     return block;
   }
 
   // --8<-- [start:allocate-from-driver]
-  Block* allocateFromDriver(c10::DeviceIndex device, c10::StreamId stream,
-                            std::size_t size, std::size_t requested) {
+  Block* allocateFromDriver(
+      c10::DeviceIndex device, c10::StreamId stream, std::size_t size,
+      std::size_t requested,
+      const std::shared_ptr<c10::GatheredContext>& context) {
     void* ptr = nullptr;
     accError_t error = accMalloc(&ptr, size);
     if (error == accErrorMemoryAllocation) {
@@ -371,7 +527,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
       error = accMalloc(&ptr, size);
     }
     if (error == accErrorMemoryAllocation) {
-      throwOutOfMemory(device, requested);
+      throwOutOfMemory(device, stream, requested, context);
     }
     if (error != accSuccess) {
       detail::throwDriverError(error, "accMalloc(&ptr, size)", __FILE__,
@@ -390,12 +546,14 @@ class CachingAllocator final : public c10::DeviceAllocator {
     updateStat(stats.segment, size, 1, true);
     updateStat(stats.reserved_bytes, size, size, true);
     ++stats.num_device_alloc;
-    markAllocated(*block, requested);
+    record(device, Action::kSegmentAlloc, ptr, size, stream, context);
+    markAllocated(*block, requested, context);
     return block;
   }
 
-  [[noreturn]] void throwOutOfMemory(c10::DeviceIndex device,
-                                     std::size_t requested) {
+  [[noreturn]] void throwOutOfMemory(
+      c10::DeviceIndex device, c10::StreamId stream, std::size_t requested,
+      const std::shared_ptr<c10::GatheredContext>& context) {
     std::size_t free_bytes = 0;
     std::size_t total_bytes = 0;
     (void)accMemGetInfo(&free_bytes, &total_bytes);
@@ -407,6 +565,14 @@ class CachingAllocator final : public c10::DeviceAllocator {
       ++stats.num_ooms;
       allocated = stats.allocated_bytes[0].current;
       reserved = stats.reserved_bytes[0].current;
+      record(device, Action::kOom, nullptr, requested, stream, context,
+             free_bytes);
+    }
+    if (c10::memoryProfilingEnabled()) {
+      c10::reportOutOfMemoryToProfiler(static_cast<std::int64_t>(requested),
+                                       static_cast<std::size_t>(allocated),
+                                       static_cast<std::size_t>(reserved),
+                                       c10::Device(kDeviceType, device));
     }
     TORCH_CHECK_WITH(
         OutOfMemoryError, false, kDeviceName,
@@ -435,6 +601,8 @@ class CachingAllocator final : public c10::DeviceAllocator {
         updateStat(device_state.stats.reserved_bytes, block.size, block.size,
                    false);
         ++device_state.stats.num_device_free;
+        record(device, Action::kSegmentFree, block.ptr, block.size,
+               block.stream, nullptr);
         released.push_back(std::move(it->second));
         blocks_.erase(it);
       }
@@ -452,6 +620,10 @@ class CachingAllocator final : public c10::DeviceAllocator {
   std::mutex mutex_;
   std::unordered_map<void*, std::unique_ptr<Block>> blocks_;
   std::vector<DeviceState> devices_;
+  // Note [Memory history]: written under mutex_, read without it.
+  std::atomic<bool> history_{false};
+  std::atomic<bool> history_stacks_{false};
+  std::size_t max_entries_ = 1;
 };
 
 // Never destroyed: tensors may outlive static destruction at process exit.
@@ -480,6 +652,14 @@ c10::Allocator* getTensorAllocator() {
 
 void recordStream(const c10::DataPtr& data_ptr, const c10::Stream& stream) {
   deviceAllocator()->recordStream(data_ptr, stream);
+}
+
+void recordMemoryHistory(bool enabled, bool stacks, std::size_t max_entries) {
+  deviceAllocator()->recordHistory(enabled, stacks, max_entries);
+}
+
+MemorySnapshot memorySnapshot() {
+  return deviceAllocator()->snapshot();
 }
 
 // --8<-- [start:resize-storage]
