@@ -39,9 +39,11 @@ fi
 # expecttest: torch.testing._internal (the OpInfo database) imports it.
 # xdist: the generated conformance suites shard over devices with -n.
 # clang: libclang, with which scripts/interface_diff.py reads torch's headers.
-for mod in pytest yaml scikit_build_core pybind11 ninja numpy expecttest xdist clang; do
+# transformers (pure Python, with safetensors): real model code in the tests.
+for mod in pytest yaml scikit_build_core pybind11 ninja numpy expecttest xdist clang transformers; do
   "$PY" -c "import $mod" 2>/dev/null || {
     pkg=$mod; [ "$mod" = yaml ] && pkg=PyYAML; [ "$mod" = scikit_build_core ] && pkg=scikit-build-core
     [ "$mod" = xdist ] && pkg=pytest-xdist; [ "$mod" = clang ] && pkg=libclang
+    [ "$mod" = transformers ] && pkg=transformers==5.24.0
     echo "bootstrap: installing $pkg"; "$PY" -m pip install -q "$pkg"; }
 done
