@@ -106,6 +106,12 @@ std::vector<OutputFile> emitConformance(const model::Backend& backend) {
   add("conftest.py", "specs/backend.yaml");
   add("test_operators.py", "specs/operators.yaml");
   add("test_runtime.py", "specs/backend.yaml");
+  // Note [Upstream test runner] in runtime/python/_upstream.py.
+  OutputFile runner;
+  runner.path = "tests/upstream/run.py";
+  runner.template_name = "backend/tests/upstream_run.py.mustache";
+  runner.source = "specs/backend.yaml";
+  files.push_back(std::move(runner));
   const nlohmann::json data = specData(backend);
   for (OutputFile& file : files)
     file.data = data;

@@ -26,7 +26,8 @@
 # Installed below INSTALL_DIR: lib/libtorch_<name>.so, _C, the runtime's
 # Python modules under their source names (runtime/python/: the device
 # module _device.py, the torch.compile registration _compile.py, autocompare
-# _autocompare.py, the memory tools memory.py, the conformance checks' package _conformance), and a
+# _autocompare.py, the memory tools memory.py, the upstream test runner
+# _upstream.py, the conformance checks' package _conformance), and a
 # CMake package for the core
 # (share/cmake/torch_<name>: find_package(torch_<name>) gives the imported
 # target torch_<name>::torch_<name>).
@@ -209,6 +210,7 @@ function(accgen_add_backend name)
                     "${ACCGEN_RUNTIME_DIR}/python/_compile.py"
                     "${ACCGEN_RUNTIME_DIR}/python/_autocompare.py"
                     "${ACCGEN_RUNTIME_DIR}/python/memory.py"
+                    "${ACCGEN_RUNTIME_DIR}/python/_upstream.py"
               DESTINATION "${arg_INSTALL_DIR}")
       install(DIRECTORY "${ACCGEN_RUNTIME_DIR}/python/_conformance"
               DESTINATION "${arg_INSTALL_DIR}"
