@@ -77,3 +77,24 @@ def test_deterministic_mode_fills_new_memory_like_the_cpu(
          torch.ones(2, dtype=dtype).resize_(6))
     same(torch.ones(4, dtype=dtype, device=device).resize_(2).resize_(4),
          torch.ones(4, dtype=dtype).resize_(2).resize_(4))
+
+
+@torch.jit.script
+def _scripted_mask_assign(x: torch.Tensor, mask: torch.Tensor, index: torch.Tensor):
+    x[mask] = 0.0
+    x[index] = -1.0
+    return x[index], x
+
+
+def test_torchscript_lists_reach_boxed_kernels(device):
+    # TorchScript passes index_put_'s and index's Tensor?[] as a generic list;
+    # the boxed emulation read it as a typed list and failed an internal
+    # assert ("isOptionalTensorList").
+    x = torch.arange(6.0)
+    mask = x > 2
+    index = torch.tensor([0, 1])
+    want = _scripted_mask_assign(x.clone(), mask, index)
+    got = _scripted_mask_assign(x.to(device), mask.to(device), index.to(device))
+    for g, w in zip(got, want):
+        assert g.device.type == device
+        torch.testing.assert_close(g.cpu(), w)

@@ -13,6 +13,26 @@
 #include "accgen/runtime/CpuGenerator.h"
 
 namespace accgen::runtime::emulate {
+namespace {
+
+// A Tensor?[] argument's elements. TorchScript hands it over as a generic
+// list of IValues (None or Tensor), where eager code gives a typed list;
+// IValue::toOptionalTensorList asserts on the generic one (a scripted
+// `x[mask] = v` reaching index_put_).
+c10::List<std::optional<at::Tensor>> optionalTensors(const c10::IValue& value) {
+  if (value.isOptionalTensorList()) {
+    return value.toOptionalTensorList();
+  }
+  c10::List<std::optional<at::Tensor>> list;
+  for (const c10::IValue& element : value.toListRef()) {
+    list.push_back(element.isNone()
+                       ? std::nullopt
+                       : std::optional<at::Tensor>(element.toTensor()));
+  }
+  return list;
+}
+
+}  // namespace
 
 struct HostGenerators::Scopes {
   std::vector<std::unique_ptr<CpuGeneratorScope>> scopes;
@@ -92,8 +112,7 @@ class StackCall final : public Call {
           break;
         case ArgKind::kOptionalTensorList:
           if (!value.isNone()) {
-            for (const std::optional<at::Tensor> t :
-                 value.toOptionalTensorList()) {
+            for (const std::optional<at::Tensor> t : optionalTensors(value)) {
               firstDevice(device, t);
             }
           }
@@ -171,8 +190,7 @@ class StackCall final : public Call {
         case ArgKind::kOptionalTensorList:
           if (!value.isNone()) {
             c10::List<std::optional<at::Tensor>> list;
-            for (const std::optional<at::Tensor> t :
-                 value.toOptionalTensorList()) {
+            for (const std::optional<at::Tensor> t : optionalTensors(value)) {
               list.push_back(hostArg(aliases, t, written));
             }
             value = std::move(list);
@@ -274,8 +292,7 @@ class StackCall final : public Call {
             meta.push_back(value);
           } else {
             c10::List<std::optional<at::Tensor>> list;
-            for (const std::optional<at::Tensor> t :
-                 value.toOptionalTensorList()) {
+            for (const std::optional<at::Tensor> t : optionalTensors(value)) {
               list.push_back(metaArg(t));
             }
             meta.emplace_back(std::move(list));
