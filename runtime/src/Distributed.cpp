@@ -959,6 +959,14 @@ class DeviceBackend final : public c10d::Backend {
         first.device().type() == kDeviceType, distributedBackendName(), " ",
         name, ": expected tensors on ", kDeviceName, ", got ", first.device());
     const c10::DeviceIndex device = first.device().index();
+    // Note [Device misuse]: no silent mixing; every output on the device of
+    // the input, as NCCL and Gloo on CUDA tensors require.
+    for (const at::Tensor& t : outputs) {
+      TORCH_CHECK_VALUE(!t.defined() || t.device() == first.device(),
+                        distributedBackendName(), " ", name,
+                        ": expected tensors on ", first.device(), ", got ",
+                        t.device());
+    }
     const c10::Stream comm = commStream(device);
     const accStream_t native = nativeStream(comm);
     {

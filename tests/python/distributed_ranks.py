@@ -491,6 +491,40 @@ def scenario_init_forms(rank: int, world: int, device: str) -> None:
     expect_equal(c, torch.full((2,), float(sum(range(world)))), "cpu all_reduce")
 
 
+def scenario_gloo(rank: int, world: int, device: str) -> None:
+    # init_process_group("gloo"): device tensors work, as CUDA tensors do
+    # (Note [Gloo on device tensors]), and CPU tensors still take Gloo.
+    t = torch.full((3,), float(rank + 1), device=device)
+    dist.all_reduce(t)
+    expect_equal(t, torch.full((3,), float(sum(range(1, world + 1)))), "device all_reduce")
+    gathered = [torch.zeros(2, device=device) for _ in range(world)]
+    dist.all_gather(gathered, torch.full((2,), float(rank), device=device))
+    for r, g in enumerate(gathered):
+        assert g.device.type == device
+        expect_equal(g, torch.full((2,), float(r)), f"all_gather from rank {r}")
+    c = torch.full((2,), float(rank))
+    dist.all_reduce(c)
+    expect_equal(c, torch.full((2,), float(sum(range(world)))), "cpu all_reduce")
+    # No silent mixing: a CPU tensor among the device's is refused.
+    try:
+        dist.all_gather([torch.zeros(2) for _ in range(world)],
+                        torch.zeros(2, device=device))
+    except (RuntimeError, ValueError):
+        pass
+    else:
+        raise AssertionError("all_gather mixing CPU and device tensors passed")
+
+
+def scenario_gloo_without_workaround(rank: int, world: int, device: str) -> None:
+    try:
+        dist.all_reduce(torch.ones(2, device=device))
+    except RuntimeError as error:
+        assert "No backend type associated with device type" in str(error), error
+        print("gloo fails on the device without the workaround")
+    else:
+        raise AssertionError("the Gloo workaround is no longer needed")
+
+
 def main() -> None:
     if len(sys.argv) == 1:  # under torchrun
         scenario = "ddp_torchrun"
@@ -507,6 +541,13 @@ def main() -> None:
     backend = None
     if scenario == "init_forms":
         backend = f"cpu:gloo,{device}:{device}ccl"
+    if scenario.startswith("gloo"):
+        backend = "gloo"
+    if scenario == "gloo_without_workaround":
+        # Note [Gloo on device tensors]: undone.
+        from torch.distributed import distributed_c10d as c10d
+
+        c10d.BackendConfig.__init__ = c10d.BackendConfig.__init__.__wrapped__
     if scenario == "ddp_without_workaround":
         # Note [The default backend of a group in torch 2.13]: undone.
         from torch.distributed import distributed_c10d as c10d

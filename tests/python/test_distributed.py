@@ -82,6 +82,15 @@ def test_explicit_backend_string(ranks):
     ranks("init_forms")
 
 
+def test_gloo_takes_device_tensors(ranks):
+    ranks("gloo")
+
+
+def test_gloo_workaround_is_still_needed(ranks):
+    out = ranks("gloo_without_workaround")
+    assert all("gloo fails on the device without the workaround" in o for o in out), out
+
+
 def test_stream_order(ranks):
     ranks("stream_order")
 
