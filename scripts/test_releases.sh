@@ -10,8 +10,9 @@
 #   2. the example regenerated under R (`accgen generate --update-lock`, with
 #      R's python3 first on PATH, as a vendor regenerates), built and
 #      installed into the venv: the runtime compiled against R;
-#   3. its generated conformance suite, then tests/python/test_compile.py and
-#      test_distributed.py against it;
+#   3. its generated conformance suite, then tests/python/test_compile.py,
+#      test_distributed.py and test_torchvision.py (torchvision's models and
+#      operators, which need a CUDA build of torch) against it;
 #   4. `accgen init` under R: its lock and pyproject must pin R; the project
 #      built into a directory of its own and its own suite run (the smoke
 #      test init wrote and its generated conformance suite).
@@ -21,6 +22,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 CACHE=${ACCGEN_CACHE:-$HOME/.cache/accgen}
+TORCHVISION=${ACCGEN_TORCHVISION:-torchvision==0.29.2}
 WORK_ROOT=$ROOT/build/releases
 export CCACHE_BASEDIR=$ROOT
 export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
@@ -83,6 +85,12 @@ venv_for() {
   # not apply in it. pip reads the venv's own pip.conf last.
   printf '[global]\nconstraint = /dev/null\n' >"$venv/pip.conf"
   PYTHON=$venv/bin/python TORCH_VERSION=$RELEASE bash scripts/bootstrap.sh || return 1
+  # torchvision (tests/python/test_torchvision.py): its wheels are built for
+  # a CUDA torch, which these releases are. 0.29.2 is built for torch 2.14
+  # and loads with 2.15.0 too (the registry has no later one); --no-deps,
+  # so that it never replaces the release's torch.
+  "$venv/bin/python" -c 'import torchvision, PIL' 2>/dev/null ||
+    "$venv/bin/python" -m pip install -q --no-deps "$TORCHVISION" pillow || return 1
   local have
   have=$("$venv/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])')
   [ "$have" = "$RELEASE" ] || { echo "the venv has torch $have, not $RELEASE"; return 1; }
@@ -147,7 +155,7 @@ leg() {
 
   step "compile and distributed tests" "$work/python.log" \
     env ACCGEN_TEST_SPECS="$work/specs" "$py" -m pytest -q -p no:cacheprovider --durations=10 -n 2 --dist loadfile \
-    tests/python/test_compile.py tests/python/test_distributed.py || return 1
+    tests/python/test_compile.py tests/python/test_distributed.py tests/python/test_torchvision.py || return 1
   local python_tests
   python_tests=$(summary_of "$work/python.log")
 
