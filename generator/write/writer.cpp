@@ -89,6 +89,15 @@ bool isTreePath(const std::string& rel) {
   }
 }
 
+/// The output directory with links resolved, as paths of the tree are
+/// compared with it (its absolute path when it cannot be resolved).
+fs::path treeRoot(const std::string& out_dir) {
+  const fs::path dir = fs::absolute(out_dir.empty() ? "." : out_dir);
+  std::error_code ec;
+  fs::path root = fs::weakly_canonical(dir, ec);
+  return ec ? dir : root;
+}
+
 /// The directories of the files a run writes or removes: checked to lie
 /// inside the tree before anything is written, created each once.
 class Directories {
@@ -104,10 +113,7 @@ class Directories {
     std::string dir = rel.substr(0, slash);
     if (!checked_.insert(dir).second) return;
     std::error_code ec;
-    if (root_.empty()) {
-      root_ = fs::weakly_canonical(fs::absolute(out_.empty() ? "." : out_), ec);
-      if (ec) root_ = fs::absolute(out_.empty() ? "." : out_);
-    }
+    if (root_.empty()) root_ = treeRoot(out_);
     std::string walked;
     for (std::size_t start = 0; start <= dir.size();) {
       std::size_t end = dir.find('/', start);
@@ -333,51 +339,21 @@ class NeverOurs {
   NeverOurs(const std::string& out_dir, const std::string& specs_dir,
             const std::vector<RenderedFile>& files,
             const std::set<std::string>& old_user_files)
-      : user_(old_user_files) {
-    std::error_code ec;
-    root_ =
-        fs::weakly_canonical(fs::absolute(out_dir.empty() ? "." : out_dir), ec);
+      : root_(treeRoot(out_dir)), user_(old_user_files) {
     if (!specs_dir.empty()) {
+      std::error_code ec;
       specs_ = fs::weakly_canonical(fs::absolute(specs_dir), ec);
       if (ec) specs_.clear();
     }
-    for (const auto& f : files) {
-      if (f.user_owned) {
-        user_.insert(f.path);
-      } else {
-        produced_.insert(f.path);
-      }
-    }
+    for (const auto& f : files)
+      rendered_.insert(f.path);
   }
 
-  /// Why `rel` (a tree path) is never the run's to write or remove, or
-  /// nullopt when it may be.
-  std::optional<std::string> reason(const std::string& rel) const {
-    if (user_.count(rel)) return "names a file of yours";
-    std::error_code ec;
-    const fs::path real = fs::weakly_canonical(root_ / rel, ec);
-    const fs::path in_tree =
-        ec ? fs::path(rel) : real.lexically_relative(root_);
-    for (const fs::path& part : fs::path(rel)) {
-      if (part == ".git") return "is inside a .git directory";
-    }
-    for (const fs::path& part : in_tree) {
-      if (part == ".git") return "is inside a .git directory";
-    }
-    if (fs::path(rel).begin()->string() == "kernels" ||
-        (!in_tree.empty() && in_tree.begin()->string() == "kernels")) {
-      return "is a user kernel";
-    }
-    if (user_.count(in_tree.generic_string())) return "names a file of yours";
-    if (!ec && !specs_.empty() && real.parent_path() == specs_ &&
-        !produced_.count(rel)) {
-      return "is a spec file";
-    }
-    return std::nullopt;
-  }
-
-  /// Refuses (exit 3) when entry `rel` of `records` names such a path.
+  /// Refuses (exit 3) when entry `rel` of `records` names such a path; a
+  /// path the run renders is the run's own (a user file among them is
+  /// created once and never replaced).
   void check(const fs::path& records, const std::string& rel) const {
+    if (rendered_.count(rel)) return;
     if (auto why = reason(rel)) {
       throw AccgenError(
           ExitCode::kInvalidInput,
@@ -389,10 +365,35 @@ class NeverOurs {
   }
 
  private:
+  /// Why `rel` (a tree path the run does not render) is never the run's to
+  /// remove, or nullopt when it may be.
+  std::optional<std::string> reason(const std::string& rel) const {
+    if (user_.count(rel)) return "names a file of yours";
+    std::error_code ec;
+    const fs::path real = fs::weakly_canonical(root_ / rel, ec);
+    // As named and as resolved.
+    const fs::path paths[] = {
+        fs::path(rel), ec ? fs::path(rel) : real.lexically_relative(root_)};
+    for (const fs::path& path : paths) {
+      for (const fs::path& part : path) {
+        if (part == ".git") return "is inside a .git directory";
+      }
+    }
+    for (const fs::path& path : paths) {
+      if (!path.empty() && *path.begin() == "kernels")
+        return "is a user kernel";
+    }
+    if (user_.count(paths[1].generic_string())) return "names a file of yours";
+    if (!ec && !specs_.empty() && real.parent_path() == specs_) {
+      return "is a spec file";
+    }
+    return std::nullopt;
+  }
+
   fs::path root_;
   fs::path specs_;
   std::set<std::string> user_;
-  std::set<std::string> produced_;
+  std::set<std::string> rendered_;
 };
 
 /// Removes now-empty directories from `dir` up to (not including) `stop`.
@@ -460,20 +461,12 @@ WriteReport writeTree(const std::string& out_dir,
   // Note [Paths that are never accgen's]: what the records name and the
   // run does not produce.
   const NeverOurs never_ours(out_dir, options.specs_dir, files, old.user_files);
-  {
-    std::set<std::string> named;
-    for (const auto& f : files)
-      named.insert(f.path);
-    for (const auto& [path, hash] : old_hashes) {
-      if (!named.count(path)) never_ours.check(out / kManifestName, path);
-    }
-    for (const auto& [path, hashes] : journal.hashes) {
-      if (!named.count(path)) never_ours.check(out / kJournalName, path);
-    }
-    for (const auto& path : journal.created) {
-      if (!named.count(path)) never_ours.check(out / kJournalName, path);
-    }
-  }
+  for (const auto& [path, hash] : old_hashes)
+    never_ours.check(out / kManifestName, path);
+  for (const auto& [path, hashes] : journal.hashes)
+    never_ours.check(out / kJournalName, path);
+  for (const auto& path : journal.created)
+    never_ours.check(out / kJournalName, path);
   // Ours: what the last complete run wrote, or what a killed run was
   // writing. The journal's word that a killed run was creating a file
   // counts only for bytes that begin what this run writes there (`now`):

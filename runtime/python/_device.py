@@ -505,19 +505,78 @@ def mem_get_info(device: _Device = None) -> tuple[int, int]:
     return _C._mem_get_info(_device_index(device))
 
 
-def memory_summary(device: _Device = None, abbreviated: bool = False) -> str:
-    """The allocator's statistics as a table (torch.cuda.memory_summary);
-    torch.<device>.memory has the history and snapshot tools."""
-    from . import memory
+def _format_bytes(value: int) -> str:
+    for unit in ("B ", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:6d} {unit}" if unit == "B " else f"{value:6.0f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
 
-    return memory.memory_summary(device, abbreviated)
+
+def _format_count(value: int) -> str:
+    for unit in (" ", "K", "M"):
+        if abs(value) < 1000 or unit == "M":
+            return f"{value:7d} {unit}" if unit == " " else f"{value:7.0f} {unit}"
+        value //= 1000
+    raise AssertionError("unreachable")
+
+
+def memory_summary(device: _Device = None, abbreviated: bool = False) -> str:
+    """The allocator's statistics as a table, in the layout of
+    torch.cuda.memory_summary(): each metric's current value, peak, total
+    allocated and total freed, for all blocks and (unless `abbreviated`)
+    for the large and small pools."""
+    index = _device_index(device)
+    stats = memory_stats(index)
+    rows = [
+        ("allocated_bytes", "Allocated memory", _format_bytes),
+        ("active_bytes", "Active memory", _format_bytes),
+        ("requested_bytes", "Requested memory", _format_bytes),
+        ("reserved_bytes", "Reserved memory", _format_bytes),
+        ("inactive_split_bytes", "Non-releasable memory", _format_bytes),
+        ("allocation", "Allocations", _format_count),
+        ("active", "Active allocs", _format_count),
+        ("segment", "Reserved segments", _format_count),
+        ("inactive_split", "Non-releasable allocs", _format_count),
+    ]
+    pools = [("all", "")] if abbreviated else [
+        ("all", ""), ("large_pool", "      from large pool"),
+        ("small_pool", "      from small pool")]
+    width = 75
+    rule = "|" + "=" * width + "|"
+    thin = "|" + "-" * width + "|"
+    lines = [
+        rule,
+        "| {:<73} |".format(f"PyTorch {_DEVICE_TYPE} memory summary, device ID {index}"),
+        thin,
+        "| {:<73} |".format(
+            f"            {_DEVICE_TYPE} OOMs: {stats.get('num_ooms', 0):<13d}|"
+            f"       driver alloc retries: {stats.get('num_alloc_retries', 0):<8d}"),
+        rule,
+        "|        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |",
+    ]
+
+    def row(name: str, stat: str, fmt: Callable[[int], str]) -> str:
+        values = (fmt(stats.get(f"{stat}.{field}", 0))
+                  for field in ("current", "peak", "allocated", "freed"))
+        return "| {:<21} | {} | {} | {} | {} |".format(name, *values)
+
+    for key, title, fmt in rows:
+        lines.append(thin)
+        for pool, label in pools:
+            lines.append(row(title if pool == "all" else label, f"{key}.{pool}", fmt))
+    lines.append(rule)
+    for key, title in (("oversize_allocations", "Oversize allocations"),
+                       ("oversize_segments", "Oversize segments")):
+        lines.append(row(title, key, _format_count))
+    lines.append(rule)
+    return "\n".join(lines) + "\n"
 
 
 def memory_snapshot() -> list[dict[str, Any]]:
-    """The allocator's segments (torch.cuda.memory_snapshot())."""
-    from . import memory
-
-    return memory.memory_snapshot()
+    """The allocator's segments (torch.cuda.memory_snapshot());
+    torch.<device>.memory has the history and snapshot tools."""
+    return _C._snapshot()["segments"]
 
 
 if _C._config["pinned_memory"]:

@@ -121,11 +121,15 @@ std::int64_t nowUs() {
       .count();
 }
 
+// Whether a block of `block_size` bytes counts in the small pool.
+bool inSmallPool(std::size_t block_size) {
+  return block_size <= tuning().device_allocator.small_block_bytes;
+}
+
 void updateStat(StatArray& stat, std::size_t block_size, std::size_t amount,
                 bool increase) {
-  const auto pool = block_size <= tuning().device_allocator.small_block_bytes
-                        ? StatType::SMALL_POOL
-                        : StatType::LARGE_POOL;
+  const auto pool =
+      inSmallPool(block_size) ? StatType::SMALL_POOL : StatType::LARGE_POOL;
   for (const auto type : {StatType::AGGREGATE, pool}) {
     Stat& s = stat[static_cast<std::size_t>(type)];
     if (increase) {
@@ -219,8 +223,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
       segment.size = block->size;
       segment.requested = block->requested;
       segment.stream = block->stream;
-      segment.small =
-          block->size <= tuning().device_allocator.small_block_bytes;
+      segment.small = inSmallPool(block->size);
       segment.state =
           pending.count(block.get()) ? MemorySegment::State::kActivePendingFree
           : block->allocated         ? MemorySegment::State::kActiveAllocated

@@ -18,18 +18,10 @@ namespace {
 // A Tensor?[] argument's elements. TorchScript hands it over as a generic
 // list of IValues (None or Tensor), where eager code gives a typed list;
 // IValue::toOptionalTensorList asserts on the generic one (a scripted
-// `x[mask] = v` reaching index_put_).
+// `x[mask] = v` reaching index_put_). IValue::to reads both, as the
+// dispatcher's own unboxing does.
 c10::List<std::optional<at::Tensor>> optionalTensors(const c10::IValue& value) {
-  if (value.isOptionalTensorList()) {
-    return value.toOptionalTensorList();
-  }
-  c10::List<std::optional<at::Tensor>> list;
-  for (const c10::IValue& element : value.toListRef()) {
-    list.push_back(element.isNone()
-                       ? std::nullopt
-                       : std::optional<at::Tensor>(element.toTensor()));
-  }
-  return list;
+  return value.to<c10::List<std::optional<at::Tensor>>>();
 }
 
 }  // namespace
