@@ -9,7 +9,9 @@
 // A device kernel written against the driver interface alone: it walks the
 // elements of `self` (any strides) and stores the value, asynchronously on
 // the current stream, the way a kernel on real hardware would run. Its
-// parameters travel with the launch and the kernel frees them.
+// parameters travel with the launch (accLaunchKernelOwned), which frees them
+// once the driver needs them no more: after the kernel ran, or, when a
+// graph captured it, once the graph is gone.
 #include <cstdint>
 
 #include <ATen/Dispatch_v2.h>
@@ -55,8 +57,12 @@ accError_t fillKernel(void* user_data) {
       index[d] = 0;
     }
   }
-  delete p;
   return accSuccess;
+}
+
+template <class T>
+void releaseFill(void* user_data) {
+  delete static_cast<FillLaunch<T>*>(user_data);
 }
 
 }  // namespace
@@ -78,13 +84,9 @@ at::Tensor& kernel_fill__Scalar(at::Tensor& self, const at::Scalar& value) {
         }
         launch->dims = static_cast<int>(launch->sizes.size());
         const void* buffers[] = {self.storage().data()};
-        const accError_t error =
-            accLaunchKernel(currentNativeStream(self.device().index()),
-                            &fillKernel<scalar_t>, launch, buffers, 1);
-        if (error != accSuccess) {
-          delete launch;
-        }
-        ACCEL_CHECK(error);
+        ACCEL_CHECK(accLaunchKernelOwned(
+            currentNativeStream(self.device().index()), &fillKernel<scalar_t>,
+            launch, &releaseFill<scalar_t>, buffers, 1));
       }),
       AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16,
       at::kBool);

@@ -97,7 +97,7 @@ set(ACCGEN_RUNTIME_SOURCES_A
   Generator.cpp Sparse.cpp)
 set(ACCGEN_RUNTIME_SOURCES_B
   Builtin.cpp Allocator.cpp HostAllocator.cpp DeviceGuard.cpp Hooks.cpp
-  Serialization.cpp HookOps.cpp Quantized.cpp)
+  Serialization.cpp HookOps.cpp Quantized.cpp Graph.cpp)
 list(TRANSFORM ACCGEN_RUNTIME_SOURCES_A PREPEND "${ACCGEN_RUNTIME_DIR}/src/")
 list(TRANSFORM ACCGEN_RUNTIME_SOURCES_B PREPEND "${ACCGEN_RUNTIME_DIR}/src/")
 # Profiler.cpp needs torch's Kineto headers and USE_KINETO (Note

@@ -33,11 +33,26 @@
 // so torch.cuda._memory_viz reads it. Recording costs nothing while off:
 // one relaxed atomic load an allocation.
 // --8<-- [end:memory-history-note]
+//
+// --8<-- [start:graph-pools-note]
+// Note [Graph memory pools]
+// While a stream captures a graph, the allocations made on it (and on the
+// streams that joined its capture) come from the graph's private pool, a
+// MempoolId_t, as CUDA's allocator does: a replay writes to the addresses
+// the capture saw, so that memory must not go to anyone else while a graph
+// holds the pool. A block freed during or after the capture returns to the
+// pool, where only captures into that pool take it again (graphs share a
+// pool by passing its id, capture after capture). Neither empty_cache()
+// nor an out-of-memory retry releases a pool's blocks; once the last graph
+// holding the pool is reset or destroyed, its free blocks, and later its
+// blocks still in use when they are freed, join the ordinary cache.
+// --8<-- [end:graph-pools-note]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -92,7 +107,8 @@ struct Block {
   std::size_t size = 0;       // bytes obtained from the driver
   std::size_t requested = 0;  // bytes asked for by the current user
   c10::DeviceIndex device = 0;
-  c10::StreamId stream = 0;  // the allocation stream
+  c10::StreamId stream = 0;     // the allocation stream
+  c10::MempoolId_t pool{0, 0};  // Note [Graph memory pools]
   bool allocated = false;
   std::vector<c10::Stream> stream_uses;  // other streams, see recordStream
   std::shared_ptr<c10::GatheredContext> context;  // Note [Memory history]
@@ -106,8 +122,17 @@ struct PendingFree {
   std::vector<accEvent_t> events;
 };
 
+// Note [Graph memory pools].
+struct PrivatePool {
+  int use_count = 0;  // graphs (and captures) holding the pool
+  std::set<std::pair<std::size_t, void*>> free_blocks;
+};
+
 struct DeviceState {
   std::set<FreeKey> free_blocks;
+  std::map<c10::MempoolId_t, PrivatePool> pools;
+  // Captures in progress: the driver's capture id, and the pool they fill.
+  std::vector<std::pair<unsigned long long, c10::MempoolId_t>> captures;
   std::vector<PendingFree> pending;
   DeviceStats stats;
   std::deque<MemoryTraceEntry> trace;  // Note [Memory history]
@@ -170,15 +195,58 @@ class CachingAllocator final : public c10::DeviceAllocator {
                 " allocator: a negative size, ",
                 static_cast<std::ptrdiff_t>(nbytes), " bytes");
     const std::size_t size = roundUp(nbytes);
-    const c10::StreamId stream = getCurrentStream(device).id();
+    const c10::Stream current = getCurrentStream(device);
+    const c10::StreamId stream = current.id();
     const auto context = gatherContext();
-    Block* block = takeCachedBlock(device, stream, size, nbytes, context);
+    const c10::MempoolId_t pool = capturePool(device, current);
+    Block* block = takeCachedBlock(device, stream, pool, size, nbytes, context);
     if (block == nullptr) {
-      block = allocateFromDriver(device, stream, size, nbytes, context);
+      block = allocateFromDriver(device, stream, pool, size, nbytes, context);
     }
     reportToProfiler(block->ptr, static_cast<std::int64_t>(block->size),
                      device);
     return {block->ptr, block->ptr, &deleteBlock, torch_device};
+  }
+
+  // Note [Graph memory pools]: allocations of the capture `capture_id` on
+  // `device` come from `pool` until endAllocateToPool.
+  void beginAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t pool,
+                           unsigned long long capture_id) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    DeviceState& device_state = state(device);
+    ++device_state.pools[pool].use_count;
+    device_state.captures.emplace_back(capture_id, pool);
+    captures_.fetch_add(1, std::memory_order_acq_rel);
+  }
+
+  void endAllocateToPool(c10::DeviceIndex device,
+                         unsigned long long capture_id) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    auto& captures = state(device).captures;
+    const auto it = std::find_if(
+        captures.begin(), captures.end(),
+        [&](const auto& entry) { return entry.first == capture_id; });
+    if (it != captures.end()) {
+      captures.erase(it);
+      captures_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+  }
+
+  // A graph lets go of `pool`; the last one hands its free blocks to the
+  // ordinary cache.
+  void releasePool(c10::DeviceIndex device, c10::MempoolId_t pool) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    DeviceState& device_state = state(device);
+    const auto it = device_state.pools.find(pool);
+    if (it == device_state.pools.end() || --it->second.use_count > 0) {
+      return;
+    }
+    for (const auto& [size, ptr] : it->second.free_blocks) {
+      Block& block = *blocks_.at(ptr);
+      block.pool = {0, 0};
+      device_state.free_blocks.emplace(block.stream, block.size, block.ptr);
+    }
+    device_state.pools.erase(it);
   }
 
   // Note [Memory history].
@@ -330,6 +398,30 @@ class CachingAllocator final : public c10::DeviceAllocator {
   }
 
  private:
+  // The pool of the capture `stream` takes part in, {0, 0} when it does not
+  // capture (Note [Graph memory pools]). One atomic load while no capture
+  // is in progress.
+  c10::MempoolId_t capturePool(c10::DeviceIndex device,
+                               const c10::Stream& stream) {
+    if (captures_.load(std::memory_order_acquire) == 0) {
+      return {0, 0};
+    }
+    accStreamCaptureStatus status = accStreamCaptureStatusNone;
+    unsigned long long id = 0;
+    if (accStreamGetCaptureInfo(nativeStream(stream), &status, &id) !=
+            accSuccess ||
+        status == accStreamCaptureStatusNone) {
+      return {0, 0};
+    }
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [capture, pool] : state(device).captures) {
+      if (capture == id) {
+        return pool;
+      }
+    }
+    return {0, 0};
+  }
+
   // The stack of the current call, when the history keeps stacks (Note
   // [Memory history]); gathered without mutex_.
   std::shared_ptr<c10::GatheredContext> gatherContext() const {
@@ -477,8 +569,16 @@ class CachingAllocator final : public c10::DeviceAllocator {
     updateStat(stats.requested_bytes, block.size, block.requested, false);
     block.allocated = false;
     block.requested = 0;
-    state(block.device)
-        .free_blocks.emplace(block.stream, block.size, block.ptr);
+    DeviceState& device_state = state(block.device);
+    if (block.pool != c10::MempoolId_t{0, 0}) {
+      const auto pool = device_state.pools.find(block.pool);
+      if (pool != device_state.pools.end()) {
+        pool->second.free_blocks.emplace(block.size, block.ptr);
+        return;
+      }
+      block.pool = {0, 0};  // the pool was released meanwhile
+    }
+    device_state.free_blocks.emplace(block.stream, block.size, block.ptr);
   }
 
   // Requires mutex_.
@@ -498,10 +598,23 @@ class CachingAllocator final : public c10::DeviceAllocator {
   }
 
   Block* takeCachedBlock(c10::DeviceIndex device, c10::StreamId stream,
-                         std::size_t size, std::size_t requested,
+                         c10::MempoolId_t pool, std::size_t size,
+                         std::size_t requested,
                          const std::shared_ptr<c10::GatheredContext>& context) {
     const std::lock_guard<std::mutex> lock(mutex_);
     processPending(device, /*wait=*/false);
+    if (pool != c10::MempoolId_t{0, 0}) {
+      auto& pool_free = state(device).pools[pool].free_blocks;
+      const auto it = pool_free.lower_bound({size, nullptr});
+      if (it == pool_free.end() ||
+          it->first > tuning().device_allocator.reuse_ratio * size) {
+        return nullptr;
+      }
+      Block* block = blocks_.at(it->second).get();
+      pool_free.erase(it);
+      markAllocated(*block, requested, context);
+      return block;
+    }
     auto& free_blocks = state(device).free_blocks;
     const auto it = free_blocks.lower_bound({stream, size, nullptr});
     if (it == free_blocks.end() || std::get<0>(*it) != stream ||
@@ -516,8 +629,8 @@ class CachingAllocator final : public c10::DeviceAllocator {
 
   // --8<-- [start:allocate-from-driver]
   Block* allocateFromDriver(
-      c10::DeviceIndex device, c10::StreamId stream, std::size_t size,
-      std::size_t requested,
+      c10::DeviceIndex device, c10::StreamId stream, c10::MempoolId_t pool,
+      std::size_t size, std::size_t requested,
       const std::shared_ptr<c10::GatheredContext>& context) {
     void* ptr = nullptr;
     accError_t error = accMalloc(&ptr, size);
@@ -543,6 +656,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
     block->size = size;
     block->device = device;
     block->stream = stream;
+    block->pool = pool;
     const std::lock_guard<std::mutex> lock(mutex_);
     blocks_.emplace(ptr, std::move(owned));
     DeviceStats& stats = state(device).stats;
@@ -627,6 +741,8 @@ class CachingAllocator final : public c10::DeviceAllocator {
   std::atomic<bool> history_{false};
   std::atomic<bool> history_stacks_{false};
   std::size_t max_entries_ = 1;
+  // Captures in progress on any device (Note [Graph memory pools]).
+  std::atomic<int> captures_{0};
 };
 
 // Never destroyed: tensors may outlive static destruction at process exit.
@@ -663,6 +779,19 @@ void recordMemoryHistory(bool enabled, bool stacks, std::size_t max_entries) {
 
 MemorySnapshot memorySnapshot() {
   return deviceAllocator()->snapshot();
+}
+
+void beginAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t pool,
+                         unsigned long long capture_id) {
+  deviceAllocator()->beginAllocateToPool(device, pool, capture_id);
+}
+
+void endAllocateToPool(c10::DeviceIndex device, unsigned long long capture_id) {
+  deviceAllocator()->endAllocateToPool(device, capture_id);
+}
+
+void releasePool(c10::DeviceIndex device, c10::MempoolId_t pool) {
+  deviceAllocator()->releasePool(device, pool);
 }
 
 // --8<-- [start:resize-storage]

@@ -36,6 +36,9 @@ void registerSerialization();
 /// (Profiler.cpp, Note [Profiling device time]).
 void registerProfiler();
 
+/// at::GraphImplRegistry: torch.accelerator.Graph on the device (Graph.cpp).
+void registerGraphs();
+
 /// The messages of errors that operators queued on the device raised since
 /// the last call, one per line (Note [Queued operators] in
 /// src/emulate/Launch.cpp); empty if none.

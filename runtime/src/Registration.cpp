@@ -39,6 +39,7 @@ Claim claimDevice() {
   at::RegisterPrivateUse1HooksInterface(detail::hooks());
   detail::registerSerialization();
   detail::registerProfiler();
+  detail::registerGraphs();
   // Note [Backward on the calling thread]
   // The autograd engine runs a device's backward on a worker thread of its
   // own, as for CUDA, where the host only queues kernels. The emulated

@@ -78,6 +78,9 @@ accError_t accGetDeviceProperties(accDeviceProp* prop, int device) {
 accError_t accDeviceSynchronize(void) {
   return guarded([&](Runtime& rt) {
     const int device = Runtime::currentDevice();
+    if (accError_t e = rt.refuseWhileCapturing(device); e != accSuccess) {
+      return e;
+    }
     rt.drainDevice(device);
     // Report every stream's sticky error once; the first one found wins.
     accError_t result = accSuccess;

@@ -25,6 +25,15 @@ const char* accGetErrorString(accError_t error) {
     case accErrorNotInitialized:
       return "driver not initialized: accInit after first use, or use in a "
              "process forked after the driver started";
+    case accErrorStreamCaptureUnsupported:
+      return "operation not permitted when stream is capturing";
+    case accErrorStreamCaptureInvalidated:
+      return "operation failed due to a previous error during capture";
+    case accErrorStreamCaptureUnjoined:
+      return "capture ended while a stream that joined it had not joined "
+             "back";
+    case accErrorNotSupported:
+      return "operation not supported by this driver";
   }
   return "unrecognized error code";
 }
@@ -47,6 +56,14 @@ const char* accGetErrorName(accError_t error) {
       return "accErrorLaunchFailure";
     case accErrorNotInitialized:
       return "accErrorNotInitialized";
+    case accErrorStreamCaptureUnsupported:
+      return "accErrorStreamCaptureUnsupported";
+    case accErrorStreamCaptureInvalidated:
+      return "accErrorStreamCaptureInvalidated";
+    case accErrorStreamCaptureUnjoined:
+      return "accErrorStreamCaptureUnjoined";
+    case accErrorNotSupported:
+      return "accErrorNotSupported";
   }
   return "accErrorUnrecognized";
 }

@@ -6,6 +6,21 @@ using accgen::emulator::guarded;
 using accgen::emulator::Runtime;
 using accgen::emulator::Stream;
 
+namespace {
+
+// The host cannot wait for a point recorded in a capture in progress: it
+// is not in any stream's order until the graph is launched.
+accError_t refuseCaptured(Event& event) {
+  accgen::emulator::Stream* stream = nullptr;
+  uint64_t mark = 0;
+  if (auto capture = event.capturedPoint(stream, mark)) {
+    return capture->invalidate(accErrorStreamCaptureUnsupported);
+  }
+  return accSuccess;
+}
+
+}  // namespace
+
 extern "C" {
 
 accError_t accEventCreate(accEvent_t* event) {
@@ -48,6 +63,9 @@ accError_t accEventQuery(accEvent_t event) {
     if (target == nullptr) {
       return accErrorInvalidHandle;
     }
+    if (accError_t e = refuseCaptured(*target); e != accSuccess) {
+      return e;
+    }
     return target->query();
   });
 }
@@ -57,6 +75,9 @@ accError_t accEventSynchronize(accEvent_t event) {
     std::shared_ptr<Event> target = rt.findEvent(event);
     if (target == nullptr) {
       return accErrorInvalidHandle;
+    }
+    if (accError_t e = refuseCaptured(*target); e != accSuccess) {
+      return e;
     }
     target->synchronize();
     return accSuccess;

@@ -27,6 +27,7 @@
 using accgen::emulator::Allocation;
 using accgen::emulator::AllocationRef;
 using accgen::emulator::AllocationTable;
+using accgen::emulator::Capture;
 using accgen::emulator::guarded;
 using accgen::emulator::kInlineWorkBytes;
 using accgen::emulator::MemoryKind;
@@ -129,6 +130,10 @@ accError_t prepareMemset(Runtime& rt, void* dev_ptr, int value, size_t count,
 // devices it touches), done before returning, and reporting the default
 // stream's sticky error like a synchronization would.
 accError_t runSynchronous(Runtime& rt, Work&& work) {
+  if (accError_t e = rt.refuseWhileCapturing(Runtime::currentDevice());
+      e != accSuccess) {
+    return e;
+  }
   Stream& stream = *rt.device(Runtime::currentDevice()).default_stream;
   for (const AllocationRef& allocation : work.allocations) {
     if (allocation->kind() == MemoryKind::kDevice) {
@@ -305,6 +310,9 @@ accError_t accMemsetAsync(void* dev_ptr, int value, size_t count,
         e != accSuccess) {
       return e;
     }
+    if (std::shared_ptr<Capture> capture = target->capture()) {
+      return capture->record(*target, std::move(work));
+    }
     if (count <= kInlineWorkBytes && target->idle()) {
       return target->runOrdered(std::move(work));
     }
@@ -360,6 +368,14 @@ accError_t accMemcpyAsync(void* dst, const void* src, size_t count,
             prepareCopy(rt, dst, src, count, kind, work, dst_side, src_side);
         e != accSuccess) {
       return e;
+    }
+    if (std::shared_ptr<Capture> capture = target->capture()) {
+      // A replay could not read or fill ordinary host memory the caller
+      // has since reused: only device and pinned memory are captured.
+      if (dst_side.pageable() || src_side.pageable()) {
+        return capture->invalidate(accErrorStreamCaptureUnsupported);
+      }
+      return capture->record(*target, std::move(work));
     }
     if (dst_side.pageable() ||
         (src_side.pageable() && (target->idle() || count > kMaxStagingBytes)) ||

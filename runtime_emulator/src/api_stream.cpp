@@ -4,9 +4,11 @@
 #include "runtime.h"
 
 using accgen::emulator::AllocationRef;
+using accgen::emulator::Capture;
 using accgen::emulator::guarded;
 using accgen::emulator::kGreatestPriority;
 using accgen::emulator::kLeastPriority;
+using accgen::emulator::refuseIfCapturing;
 using accgen::emulator::Runtime;
 using accgen::emulator::Stream;
 using accgen::emulator::Work;
@@ -47,10 +49,14 @@ bool runsWhereLaunched(const Work& work, unsigned flags) {
   return bytes <= accgen::emulator::kInlineWorkBytes;
 }
 
-// accLaunchKernelEx, or with `wait` accLaunchKernelSync.
+// accLaunchKernelEx, or with `wait` accLaunchKernelSync; with `owned`
+// (accLaunchKernelOwned) the work releases the user data, which a capture
+// may keep for replays.
 accError_t launchKernel(accStream_t stream, accKernelFn_t fn, void* user_data,
                         const void* const* buffers, size_t num_buffers,
-                        bool wait, unsigned flags = accLaunchDefault) {
+                        bool wait, unsigned flags = accLaunchDefault,
+                        std::shared_ptr<void> owned = nullptr,
+                        bool is_owned = false) {
   if (fn == nullptr || (num_buffers != 0 && buffers == nullptr) ||
       (flags != accLaunchDefault && flags != accLaunchWaitsOutside &&
        flags != accLaunchIfIdle)) {
@@ -66,6 +72,19 @@ accError_t launchKernel(accStream_t stream, accKernelFn_t fn, void* user_data,
     if (target == nullptr) {
       return accErrorInvalidHandle;
     }
+    if (std::shared_ptr<Capture> capture = target->capture()) {
+      // Note [Graph replay]: only a kernel whose data the driver owns can
+      // run again; one that must run now declines, as on a busy stream.
+      if (flags == accLaunchIfIdle) {
+        return accErrorNotReady;
+      }
+      if (wait || !is_owned) {
+        return capture->invalidate(accErrorStreamCaptureUnsupported);
+      }
+      work.owned = std::move(owned);
+      return capture->record(*target, std::move(work));
+    }
+    work.owned = std::move(owned);
     if (!wait && flags != accLaunchIfIdle) {
       if (runsWhereLaunched(work, flags) && target->idle()) {
         return target->submitAndRun(std::move(work));
@@ -148,6 +167,9 @@ accError_t accStreamQuery(accStream_t stream) {
     if (target == nullptr) {
       return accErrorInvalidHandle;
     }
+    if (accError_t e = refuseIfCapturing(*target); e != accSuccess) {
+      return e;
+    }
     // A worker sets a kernel's error before it marks the kernel complete:
     // once the stream is seen idle, every error of its work is seen, and
     // one reported earlier could be followed by a NotReady for the same
@@ -165,6 +187,9 @@ accError_t accStreamSynchronize(accStream_t stream) {
     if (target == nullptr) {
       return accErrorInvalidHandle;
     }
+    if (accError_t e = refuseIfCapturing(*target); e != accSuccess) {
+      return e;
+    }
     target->drain();
     return target->takeError();
   });
@@ -180,6 +205,22 @@ accError_t accStreamWaitEvent(accStream_t stream, accEvent_t event,
     std::shared_ptr<accgen::emulator::Event> source = rt.findEvent(event);
     if (target == nullptr || source == nullptr) {
       return accErrorInvalidHandle;
+    }
+    // A point recorded in a capture: the waiting stream joins it (or joins
+    // back); a capturing stream ignores points outside its capture, which
+    // its replays come after.
+    Stream* point_stream = nullptr;
+    uint64_t mark = 0;
+    if (std::shared_ptr<Capture> capture =
+            source->capturedPoint(point_stream, mark)) {
+      if (target->capture() == nullptr) {
+        target->setCapture(capture);
+      }
+      capture->wait(target, point_stream, mark);
+      return accSuccess;
+    }
+    if (target->capture() != nullptr) {
+      return accSuccess;
     }
     Work work;
     work.kind = WorkKind::kWait;
@@ -254,6 +295,28 @@ accError_t accLaunchKernelEx(accStream_t stream, accKernelFn_t fn,
                              size_t num_buffers, unsigned flags) {
   return launchKernel(stream, fn, user_data, buffers, num_buffers, false,
                       flags);
+}
+
+accError_t accLaunchKernelOwned(accStream_t stream, accKernelFn_t fn,
+                                void* user_data, accReleaseFn_t release,
+                                const void* const* buffers,
+                                size_t num_buffers) {
+  // The driver owns the data from here on, also when the launch fails.
+  std::shared_ptr<void> owned;
+  try {
+    owned = std::shared_ptr<void>(user_data, [release](void* data) {
+      if (release != nullptr) {
+        release(data);
+      }
+    });
+  } catch (const std::bad_alloc&) {
+    if (release != nullptr) {
+      release(user_data);
+    }
+    return accErrorMemoryAllocation;
+  }
+  return launchKernel(stream, fn, user_data, buffers, num_buffers, false,
+                      accLaunchDefault, std::move(owned), /*is_owned=*/true);
 }
 
 accError_t accLaunchKernelSync(accStream_t stream, accKernelFn_t fn,

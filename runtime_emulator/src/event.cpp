@@ -3,6 +3,7 @@
 // completed that item, so querying never needs the worker's cooperation.
 #include "event.h"
 
+#include "capture.h"
 #include "stream.h"
 #include "work.h"
 
@@ -20,6 +21,23 @@ accError_t Event::record(const std::shared_ptr<Stream>& stream) {
   marker.kind = WorkKind::kRecord;
   marker.event = shared_from_this();
   marker.generation = generation;
+  if (std::shared_ptr<Capture> capture = stream->capture()) {
+    // Note [Graph replay]: a launch of the graph records the event again.
+    uint64_t mark = 0;
+    const accError_t error =
+        capture->recordEvent(*stream, std::move(marker), mark);
+    if (error == accSuccess) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      capture_ = capture;
+      captured_stream_ = stream.get();
+      captured_mark_ = mark;
+    }
+    return error;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    capture_.reset();
+  }
   uint64_t seq = 0;
   const accError_t error = stream->submit(std::move(marker), seq);
   if (error != accSuccess) {
@@ -32,6 +50,20 @@ accError_t Event::record(const std::shared_ptr<Stream>& stream) {
     seq_ = seq;
   }
   return accSuccess;
+}
+
+std::shared_ptr<Capture> Event::capturedPoint(Stream*& stream, uint64_t& mark) {
+  std::shared_ptr<Capture> capture;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    capture = capture_.lock();
+    stream = captured_stream_;
+    mark = captured_mark_;
+  }
+  if (capture != nullptr && !capture->active()) {
+    return nullptr;
+  }
+  return capture;
 }
 
 void Event::reached(uint64_t generation, int64_t time_ns) {

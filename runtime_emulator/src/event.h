@@ -12,6 +12,7 @@
 
 namespace accgen::emulator {
 
+class Capture;
 class Stream;
 
 class Event : public std::enable_shared_from_this<Event> {
@@ -21,8 +22,12 @@ class Event : public std::enable_shared_from_this<Event> {
   bool timing() const { return timing_; }
   accEvent_t handle() { return reinterpret_cast<accEvent_t>(this); }
 
-  /// Records the event on `stream` (queues its marker).
+  /// Records the event on `stream` (queues its marker, or records it in
+  /// the stream's capture).
   accError_t record(const std::shared_ptr<Stream>& stream);
+  /// When the last recording was captured and its capture is in progress:
+  /// the capture, and the point's stream and mark (Capture::wait).
+  std::shared_ptr<Capture> capturedPoint(Stream*& stream, uint64_t& mark);
   /// Called by the stream's worker when it reaches the marker.
   void reached(uint64_t generation, int64_t time_ns);
 
@@ -48,6 +53,10 @@ class Event : public std::enable_shared_from_this<Event> {
   uint64_t seq_ = 0;
   uint64_t stamped_generation_ = 0;
   int64_t time_ns_ = 0;
+  // The last recording, when it was captured.
+  std::weak_ptr<Capture> capture_;
+  Stream* captured_stream_ = nullptr;
+  uint64_t captured_mark_ = 0;
 };
 
 }  // namespace accgen::emulator

@@ -183,6 +183,26 @@ void Runtime::drainDevice(int device) {
   }
 }
 
+accError_t Runtime::refuseWhileCapturing(int device) {
+  if (devices_[device].global_captures.load(std::memory_order_acquire) == 0) {
+    return accSuccess;
+  }
+  for (const auto& stream : streamsOf(device)) {
+    if (std::shared_ptr<Capture> capture = stream->capture();
+        capture != nullptr && capture->global()) {
+      capture->invalidate(accErrorStreamCaptureUnsupported);
+    }
+  }
+  return accErrorStreamCaptureUnsupported;
+}
+
+accError_t refuseIfCapturing(Stream& stream) {
+  if (std::shared_ptr<Capture> capture = stream.capture()) {
+    return capture->invalidate(accErrorStreamCaptureUnsupported);
+  }
+  return accSuccess;
+}
+
 void Runtime::shutdown() {
   setShuttingDown();
   std::vector<std::shared_ptr<Stream>> streams;

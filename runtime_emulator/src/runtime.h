@@ -22,6 +22,7 @@
 
 #include "accgen/driver.h"
 #include "allocation.h"
+#include "capture.h"
 #include "config.h"
 #include "event.h"
 #include "stream.h"
@@ -41,6 +42,8 @@ struct Device {
   /// Bytes requested by live allocations (not rounded to pages).
   std::atomic<uint64_t> used{0};
   std::shared_ptr<Stream> default_stream;
+  /// Captures in progress in a mode that forbids synchronizing calls.
+  std::atomic<int> global_captures{0};
 
   /// Reserves `bytes` of capacity; false if they do not fit.
   bool reserve(uint64_t bytes);
@@ -85,6 +88,11 @@ class Runtime {
   /// reporting their sticky errors.
   void drainDevice(int device);
 
+  /// A synchronizing call on `device`: while a capture of a mode that
+  /// forbids them is in progress there, invalidates it and returns
+  /// accErrorStreamCaptureUnsupported; accSuccess otherwise.
+  accError_t refuseWhileCapturing(int device);
+
   /// Process exit: stops every worker (Note [Runtime lifetime]).
   void shutdown();
 
@@ -97,6 +105,11 @@ class Runtime {
   std::unordered_map<accStream_t, std::shared_ptr<Stream>> streams_;
   std::unordered_map<accEvent_t, std::shared_ptr<Event>> events_;
 };
+
+/// A call `stream` does not allow while it captures: invalidates the
+/// capture and returns accErrorStreamCaptureUnsupported; accSuccess when
+/// the stream does not capture.
+accError_t refuseIfCapturing(Stream& stream);
 
 /// The runtime, created on first use with the configuration of accInit (if
 /// it came first) and the environment. Null only if creation failed.

@@ -21,6 +21,8 @@
 
 namespace accgen::emulator {
 
+class Capture;
+
 class Stream {
  public:
   Stream(int device, int priority, bool is_default, int64_t spin_ns);
@@ -78,6 +80,20 @@ class Stream {
     return error_.load(std::memory_order_acquire) != accSuccess;
   }
 
+  /// The capture this stream records into (capture.h), or null.
+  std::shared_ptr<Capture> capture() const {
+    if (!capturing_.load(std::memory_order_acquire)) {
+      return nullptr;
+    }
+    const std::lock_guard<std::mutex> lock(capture_mutex_);
+    return capture_;
+  }
+  void setCapture(std::shared_ptr<Capture> capture) {
+    const std::lock_guard<std::mutex> lock(capture_mutex_);
+    capturing_.store(capture != nullptr, std::memory_order_release);
+    capture_ = std::move(capture);
+  }
+
   /// Stops the worker after its current item; queued items are dropped and
   /// count as completed. Used at process exit and for a destroyed stream
   /// (which was drained first).
@@ -130,6 +146,10 @@ class Stream {
   std::condition_variable done_cv_;
 
   std::atomic<int> error_{accSuccess};
+
+  mutable std::mutex capture_mutex_;
+  std::shared_ptr<Capture> capture_;  // guarded by capture_mutex_
+  std::atomic<bool> capturing_{false};
 };
 
 /// True once the process began exiting (waits give up, streams run inline).

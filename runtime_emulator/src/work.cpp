@@ -13,33 +13,11 @@ namespace accgen::emulator {
 namespace {
 
 bool isKnownError(int code) {
-  return code >= accSuccess && code <= accErrorNotInitialized;
+  return code >= accSuccess && code <= accErrorNotSupported;
 }
 
-}  // namespace
-
-accError_t runWork(Work& work) noexcept {
-  switch (work.kind) {
-    case WorkKind::kRecord: {
-      const int64_t now =
-          work.event->timing()
-              ? std::chrono::duration_cast<std::chrono::nanoseconds>(
-                    std::chrono::steady_clock::now().time_since_epoch())
-                    .count()
-              : 0;
-      work.event->reached(work.generation, now);
-      return accSuccess;
-    }
-    case WorkKind::kWait:
-      work.wait_stream->waitFor(work.wait_seq);
-      // The driver contract: a stream that waits for failed work fails
-      // too (a failed collective, a kernel's error), so that nothing after
-      // the wait reads what the failed work left.
-      return work.wait_stream->hasError() ? accErrorLaunchFailure : accSuccess;
-    default:
-      break;
-  }
-
+// A kernel, copy or memset with access to its allocations.
+accError_t runAccessing(const Work& work) noexcept {
   AccessScope scope;
   for (const AllocationRef& allocation : work.allocations) {
     if (!scope.add(allocation.get())) {
@@ -72,6 +50,43 @@ accError_t runWork(Work& work) noexcept {
       return accSuccess;
     default:
       return accSuccess;
+  }
+}
+
+}  // namespace
+
+accError_t runWork(Work& work) noexcept {
+  switch (work.kind) {
+    case WorkKind::kRecord: {
+      const int64_t now =
+          work.event->timing()
+              ? std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    std::chrono::steady_clock::now().time_since_epoch())
+                    .count()
+              : 0;
+      work.event->reached(work.generation, now);
+      return accSuccess;
+    }
+    case WorkKind::kWait:
+      // The driver contract: a stream that waits for failed work fails
+      // too (a failed collective, a kernel's error), so that nothing after
+      // the wait reads what the failed work left.
+      work.wait_stream->waitFor(work.wait_seq);
+      return work.wait_stream->hasError() ? accErrorLaunchFailure : accSuccess;
+    case WorkKind::kGraph:
+      // Note [Graph replay]: the recorded kernels, copies and memsets in
+      // capture order; records and waits were resolved at launch.
+      for (const Work& node : *work.graph) {
+        if (node.kind == WorkKind::kRecord || node.kind == WorkKind::kWait) {
+          continue;
+        }
+        if (const accError_t error = runAccessing(node); error != accSuccess) {
+          return error;
+        }
+      }
+      return accSuccess;
+    default:
+      return runAccessing(work);
   }
 }
 

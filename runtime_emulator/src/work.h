@@ -16,7 +16,18 @@ namespace accgen::emulator {
 class Event;
 class Stream;
 
-enum class WorkKind : uint8_t { kKernel, kCopy, kMemset, kRecord, kWait };
+enum class WorkKind : uint8_t {
+  kKernel,
+  kCopy,
+  kMemset,
+  kRecord,
+  kWait,
+  kGraph
+};
+
+struct Work;
+/// The recorded work of a graph, in order (capture.h).
+using GraphNodes = std::vector<Work>;
 
 struct Work {
   WorkKind kind = WorkKind::kKernel;
@@ -24,6 +35,9 @@ struct Work {
   // kKernel
   accKernelFn_t fn = nullptr;
   void* user_data = nullptr;
+  /// accLaunchKernelOwned: releases user_data once the last holder (this
+  /// item, or the graph that captured it) is gone.
+  std::shared_ptr<void> owned;
 
   // kCopy (src, or staging when the source was copied at submission) and
   // kMemset (dst, value).
@@ -44,6 +58,9 @@ struct Work {
   // kWait: until `wait_stream` completed its item `wait_seq`.
   std::shared_ptr<Stream> wait_stream;
   uint64_t wait_seq = 0;
+
+  // kGraph: a launched graph's work, run in order as one item.
+  std::shared_ptr<const GraphNodes> graph;
 };
 
 /// Runs `work` on the calling thread; returns its error (a kernel's

@@ -13,14 +13,14 @@ namespace {
 TEST(ErrorStrings, EveryCodeHasANameAndAMessage) {
   std::set<std::string> names;
   std::set<std::string> messages;
-  for (int code = accSuccess; code <= accErrorNotInitialized; ++code) {
+  for (int code = accSuccess; code <= accErrorNotSupported; ++code) {
     const auto error = static_cast<accError_t>(code);
     ASSERT_NE(accGetErrorName(error), nullptr);
     ASSERT_NE(accGetErrorString(error), nullptr);
     names.insert(accGetErrorName(error));
     messages.insert(accGetErrorString(error));
   }
-  const int codes = accErrorNotInitialized + 1;
+  const int codes = accErrorNotSupported + 1;
   EXPECT_EQ(names.size(), static_cast<size_t>(codes)) << "names must differ";
   EXPECT_EQ(messages.size(), static_cast<size_t>(codes));
   EXPECT_STREQ(accGetErrorName(accErrorInvalidDevice), "accErrorInvalidDevice");

@@ -121,9 +121,12 @@ bool runThroughOut(Rule& rule, Call& call, const ShapeCache::Results& shapes) {
     outs.push_back(aliases.alias(r, /*written=*/true, /*borrowed=*/true));
   }
   aliases.setDeviceIfUnset(guard.current_device().index());
-  // Queued once the out= kernel is known to keep the meta shapes.
+  // Queued once the out= kernel is known to keep the meta shapes, or in a
+  // graph capture, which can only queue (the kernel's check of the written
+  // geometry then reports a resize at the first replay).
   const bool may_queue =
-      queueable(rule) && rule.out_proven.load(std::memory_order_relaxed);
+      queueable(rule) && (rule.out_proven.load(std::memory_order_relaxed) ||
+                          graphCaptureInProgress());
   const auto fn = [&] { call.runCpuOut(outs); };
   bool resized = false;
   if (!launchIfSmall(aliases, may_queue, fn, /*fresh_results=*/true, resized)) {
@@ -137,7 +140,7 @@ bool runThroughOut(Rule& rule, Call& call, const ShapeCache::Results& shapes) {
       return true;
     }
     resized = launchAndWait(aliases.device(), aliases.buffers(), fn,
-                            /*fresh_results=*/true);
+                            /*fresh_results=*/true, &rule.op);
   }
   resized = aliases.reconcileWritten() || resized;
   if (resized) {
@@ -149,13 +152,73 @@ bool runThroughOut(Rule& rule, Call& call, const ShapeCache::Results& shapes) {
   return true;
 }
 
+// The results' shapes from the operator's Meta kernel, run on meta copies
+// of the host aliases boxed on `stack`; false when it raised or returns
+// something else than tensors. Slow (the Meta kernels of most operators are
+// Python functions): for a capture only, which runs each operator once.
+bool metaShapes(const Rule& rule, torch::jit::Stack stack,
+                ShapeCache::Results& shapes) {
+  const auto toMeta = [](const at::Tensor& t) {
+    // A wrapped number stays a CPU scalar: it takes part in type promotion
+    // as a Python number, and meta kernels accept CPU scalars beside meta
+    // tensors.
+    if (!t.defined() || t.unsafeGetTensorImpl()->is_wrapped_number()) {
+      return t;
+    }
+    return metaTensor(t);
+  };
+  for (c10::IValue& value : stack) {
+    if (value.isTensor()) {
+      value = toMeta(value.toTensor());
+    } else if (value.isTensorList()) {
+      c10::List<at::Tensor> list;
+      for (const at::Tensor& t : value.toTensorList()) {
+        list.push_back(toMeta(t));
+      }
+      value = list;
+    } else if (value.isList()) {
+      return false;  // lists of optional tensors: not needed so far
+    }
+  }
+  try {
+    const at::AutoDispatchBelowADInplaceOrView below_autograd;
+    rule.op.callBoxed(&stack);
+  } catch (const std::exception&) {
+    return false;
+  }
+  for (const c10::IValue& result : stack) {
+    if (!result.isTensor()) {
+      return false;
+    }
+    collectShapes(result.toTensor(), shapes);
+  }
+  return true;
+}
+
 // Rule 3, queued (Note [Queued operators]): an in-place operator whose
 // shape function accepts the arguments and keeps the geometry of the ones
 // it writes; false, with nothing queued, otherwise.
 bool queueInPlace(Rule& rule, Call& call, AliasSet& aliases) {
   ShapeCache::Results shapes;
-  if (!shapesOf(rule, call, shapes)) {
-    return false;
+  if (rule.has_shape_function) {
+    if (!shapesOf(rule, call, shapes)) {
+      return false;
+    }
+  } else {
+    // In a graph capture (runDirect): the Meta kernel's shapes. An operator
+    // that returns nothing (_foreach_add_) is queued unchecked; the
+    // queued kernel's check of the written geometry reports a resize.
+    torch::jit::Stack host;
+    call.hostStack(host);
+    if (!metaShapes(rule, std::move(host), shapes)) {
+      return false;
+    }
+    if (rule.op.schema().returns().empty()) {
+      launchQueued(aliases.device(), aliases.buffers(),
+                   queuedKernel(rule.op, call, aliases));
+      call.takeArguments(rule.returned_argument);
+      return true;
+    }
   }
   // The written arguments keep their geometry, checked before anything is
   // boxed for the queue.
@@ -177,8 +240,53 @@ bool queueInPlace(Rule& rule, Call& call, AliasSet& aliases) {
   return true;
 }
 
+// Rule 3 in a graph capture, which can only queue (Note [Device graphs]):
+// a functional operator that rule 1 does not compute (its out= kernel
+// resized its results, as mse_loss's does, or it has no C++ shape function,
+// as mse_loss_backward) runs its own CPU kernel, whose results are copied
+// into results allocated on the device with the shapes of its shape
+// function, or else of its Meta kernel. False, with nothing queued, when
+// it does not qualify.
+bool queueFunctionalInCapture(Rule& rule, Call& call) {
+  if (!rule.functional || !queueable(rule) || !graphCaptureInProgress()) {
+    return false;
+  }
+  const c10::DeviceGuard guard(c10::Device(kDeviceType, deviceOf(call)));
+  AliasSet aliases;
+  call.alias(aliases);
+  ShapeCache::Results shapes;
+  if (rule.has_shape_function) {
+    if (!shapesOf(rule, call, shapes)) {
+      return false;
+    }
+  } else {
+    torch::jit::Stack host;
+    call.hostStack(host);
+    if (!metaShapes(rule, std::move(host), shapes)) {
+      return false;
+    }
+  }
+  c10::SmallVector<at::Tensor, 2> results;
+  c10::SmallVector<at::Tensor, 2> into;
+  for (const ShapeCache::Result& r : shapes) {
+    results.push_back(allocateResult(r.sizes, r.strides, r.dtype));
+    into.push_back(
+        aliases.alias(results.back(), /*written=*/true, /*borrowed=*/true));
+  }
+  aliases.setDeviceIfUnset(guard.current_device().index());
+  auto kernel = queuedKernel(rule.op, call, aliases);
+  kernel->results = std::move(into);
+  launchQueued(aliases.device(), aliases.buffers(), std::move(kernel));
+  call.takeResults(results);
+  return true;
+}
+
 // Rule 3: the CPU kernel on host aliases.
 void runDirect(Rule& rule, Call& call) {
+  if (rule.results == Rule::Results::kOther &&
+      queueFunctionalInCapture(rule, call)) {
+    return;
+  }
   AliasSet aliases;
   call.alias(aliases);
   aliases.setDeviceIfUnset(currentDevice());
@@ -188,8 +296,10 @@ void runDirect(Rule& rule, Call& call) {
     const at::AutoDispatchBelowADInplaceOrView below_autograd;
     fn();
   } else {
-    const bool may_queue = queueable(rule) && rule.has_shape_function &&
-                           rule.results == Rule::Results::kArguments;
+    const bool may_queue =
+        queueable(rule) &&
+        (rule.has_shape_function || graphCaptureInProgress()) &&
+        rule.results == Rule::Results::kArguments;
     bool resized = false;
     if (!launchIfSmall(aliases, may_queue, fn, /*fresh_results=*/false,
                        resized)) {
@@ -197,7 +307,7 @@ void runDirect(Rule& rule, Call& call) {
         return;
       }
       launchAndWait(aliases.device(), aliases.buffers(), fn,
-                    /*fresh_results=*/false);
+                    /*fresh_results=*/false, &rule.op);
     }
   }
   aliases.reconcileWritten();

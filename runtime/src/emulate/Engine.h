@@ -95,6 +95,9 @@ struct Rule {
   // A random operator that draws from the default generator.
   bool random_without_generator = false;
 
+  // Functional, with new tensors for results whose shapes do not depend
+  // on the data.
+  bool functional = false;
   // The out= overload that computes the operator (when it qualifies): it
   // takes the operator's arguments, then one out= argument per result.
   std::optional<c10::OperatorHandle> out;
@@ -115,9 +118,11 @@ struct Rule {
 /// Runs `fn` as a kernel on the current stream of `device` with access to
 /// `buffers`, and waits for it (Launch.cpp); `fresh_results`: the kernel
 /// writes results allocated for it with their meta shapes, and a warning
-/// that it resized one is dropped. Returns whether it resized one.
+/// that it resized one is dropped. Returns whether it resized one. `op`,
+/// when given, names the operator if a graph capture refuses the launch.
 bool launchAndWait(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
-                   c10::function_ref<void()> fn, bool fresh_results);
+                   c10::function_ref<void()> fn, bool fresh_results,
+                   const c10::OperatorHandle* op = nullptr);
 
 /// Runs `fn` on this thread at once, as launchAndWait would, if the stream
 /// is idle (accLaunchIfIdle) and the process is not exiting; false, with
@@ -144,6 +149,9 @@ struct QueuedKernel {
     c10::SmallVector<int64_t, 5> strides;
   };
   c10::SmallVector<Written, 2> written;
+  /// A functional kernel's results go to these host aliases of results
+  /// allocated on the device, which they must match in shape and dtype.
+  c10::SmallVector<at::Tensor, 2> results;
 };
 
 /// Queues `kernel` on the current stream of `device` with access to

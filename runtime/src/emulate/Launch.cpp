@@ -153,7 +153,19 @@ accError_t runQueued(detail::QueuedKernel& kernel) {
     const c10::WarningUtils::WarningHandlerGuard warning_guard(&warnings);
     try {
       at::AutoDispatchBelowADInplaceOrView below_autograd;
-      kernel.op.redispatchBoxed(detail::kCpuKeySet, &kernel.stack);
+      // A copy: the call consumes its stack, and a graph that captured the
+      // kernel runs it again (Note [Graph replay] in the emulator).
+      torch::jit::Stack stack = kernel.stack;
+      kernel.op.redispatchBoxed(detail::kCpuKeySet, &stack);
+      for (std::size_t i = 0; i < kernel.results.size(); ++i) {
+        const at::Tensor& result = stack.at(i).toTensor();
+        at::Tensor& into = kernel.results[i];
+        TORCH_CHECK(result.sizes() == into.sizes() &&
+                        result.scalar_type() == into.scalar_type(),
+                    "the CPU kernel returned a result of another shape or "
+                    "dtype than its shape function gave");
+        into.copy_(result);
+      }
       for (const auto& w : kernel.written) {
         TORCH_CHECK(w.host.storage().data() == w.data &&
                         w.host.sizes() == c10::IntArrayRef(w.sizes) &&
@@ -190,15 +202,25 @@ void finishLaunch(const Launch& launch) {
 namespace detail {
 
 bool launchAndWait(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
-                   c10::function_ref<void()> fn, bool fresh_results) {
+                   c10::function_ref<void()> fn, bool fresh_results,
+                   const c10::OperatorHandle* op) {
   parkIfExiting();
   noteDeviceThread();
   Launch launch{fn, nullptr, {}, false};
   launch.warnings.fresh_results = fresh_results;
   // The CPU kernel reads this frame: a synchronous launch, which runs it on
   // this thread when the stream is idle.
-  ACCGEN_CHECK(accLaunchKernelSync(currentNativeStream(device), &runLaunch,
-                                   &launch, buffers.data(), buffers.size()));
+  const accError_t launched =
+      accLaunchKernelSync(currentNativeStream(device), &runLaunch, &launch,
+                          buffers.data(), buffers.size());
+  TORCH_CHECK(launched != accErrorStreamCaptureUnsupported,
+              op != nullptr ? c10::toString(op->operator_name())
+                            : std::string("this operation"),
+              " runs synchronously on ", kDeviceName,
+              " (a random operator, or one whose results' shapes depend on "
+              "its data) and cannot be captured in a graph: keep it out of "
+              "the graph (docs/guide/streams-events.md, \"Graphs\")");
+  ACCGEN_CHECK(launched);
   parkIfExiting();
   finishLaunch(launch);
   return launch.warnings.resized;
@@ -236,15 +258,15 @@ void launchQueued(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
     at::ThreadLocalState state;
   };
   auto owned = std::make_unique<Owned>(Owned{std::move(kernel), {}});
-  ACCGEN_CHECK(accLaunchKernel(
+  ACCGEN_CHECK(accLaunchKernelOwned(
       currentNativeStream(device),
       [](void* data) {
-        const std::unique_ptr<Owned> run(static_cast<Owned*>(data));
+        auto* run = static_cast<Owned*>(data);
         const at::ThreadLocalStateGuard state(run->state);
         return runQueued(*run->kernel);
       },
-      owned.get(), buffers.data(), buffers.size()));
-  (void)owned.release();  // the queued kernel owns it now
+      owned.release(), [](void* data) { delete static_cast<Owned*>(data); },
+      buffers.data(), buffers.size()));
 }
 
 bool queueingAllowed() {

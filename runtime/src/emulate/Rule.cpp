@@ -236,7 +236,8 @@ Rule::Rule(const c10::OperatorHandle& handle, bool has_shape)
       returned_argument.push_back(writtenArgumentFor(schema, r));
     }
   }
-  if (!has_shape || !computableThroughOut(op)) {
+  functional = computableThroughOut(op);
+  if (!has_shape || !functional) {
     return;
   }
   out = outOverloadFor(op);

@@ -44,6 +44,16 @@ typedef enum accError {
   accErrorInvalidHandle = 5,    /* unknown stream, event or pointer */
   accErrorLaunchFailure = 6,    /* a launched kernel reported an error */
   accErrorNotInitialized = 7,   /* accInit given after first use */
+  /* A call a capturing stream does not allow (a synchronization, a launch
+   * whose arguments the driver cannot keep, pageable host memory); the
+   * capture is invalidated. */
+  accErrorStreamCaptureUnsupported = 8,
+  /* The capture was invalidated by an earlier error. */
+  accErrorStreamCaptureInvalidated = 9,
+  /* A stream that joined the capture did not join back before it ended. */
+  accErrorStreamCaptureUnjoined = 10,
+  /* The driver does not implement this optional part of the interface. */
+  accErrorNotSupported = 11,
 } accError_t;
 
 /* A static, human-readable message for `error` (never NULL). */
@@ -216,6 +226,18 @@ accError_t accLaunchKernelEx(accStream_t stream, accKernelFn_t fn,
 accError_t accLaunchKernelSync(accStream_t stream, accKernelFn_t fn,
                                void* user_data, const void* const* buffers,
                                size_t num_buffers);
+
+/* Releases the `user_data` of accLaunchKernelOwned. */
+typedef void (*accReleaseFn_t)(void* user_data);
+
+/* accLaunchKernel for a kernel the driver may run more than once: it calls
+ * `fn(user_data)` each time the work runs (once, or on every launch of a
+ * graph that captured it) and `release(user_data)` once, when it needs
+ * neither any more (NULL: nothing to release). The only kernel launch a
+ * capturing stream accepts. */
+accError_t accLaunchKernelOwned(accStream_t stream, accKernelFn_t fn,
+                                void* user_data, accReleaseFn_t release,
+                                const void* const* buffers, size_t num_buffers);
 /* --8<-- [end:driver-launch] */
 
 /* ------------------------------------------------------------------ events */
@@ -234,6 +256,56 @@ accError_t accEventSynchronize(accEvent_t event);
 /* Milliseconds between two completed, timed events. */
 accError_t accEventElapsedTime(float* ms, accEvent_t start, accEvent_t end);
 /* --8<-- [end:driver-events] */
+
+/* ------------------------------------------------------------------ graphs */
+
+/* --8<-- [start:driver-graphs] */
+/* Optional, shaped like CUDA's stream capture: a driver without graphs
+ * returns accErrorNotSupported from each of these, and the backend says that
+ * graphs are unsupported on the device. While a stream captures, the
+ * kernels (accLaunchKernelOwned), copies, memsets and event records queued
+ * on it are recorded, not run; a stream that waits for an event recorded in
+ * the capture joins it, and must be joined back (the capturing stream waits
+ * for an event recorded on it) before the capture ends. A launched graph
+ * runs the recorded work in order on the stream it is launched on. */
+typedef struct accGraph_st* accGraph_t;
+typedef struct accGraphExec_st* accGraphExec_t;
+
+typedef enum accStreamCaptureMode {
+  /* While any stream of the device captures, synchronizing calls on it
+   * (accDeviceSynchronize, accMemcpy, accMemset) fail and invalidate it. */
+  accStreamCaptureModeGlobal = 0,
+  accStreamCaptureModeThreadLocal = 1, /* the emulator: as Global */
+  accStreamCaptureModeRelaxed = 2,     /* only the stream's own calls fail */
+} accStreamCaptureMode;
+
+typedef enum accStreamCaptureStatus {
+  accStreamCaptureStatusNone = 0,
+  accStreamCaptureStatusActive = 1,
+  accStreamCaptureStatusInvalidated = 2,
+} accStreamCaptureStatus;
+
+/* Starts capturing on `stream`, which must not be a default stream
+ * (accErrorStreamCaptureUnsupported) nor capture already. */
+accError_t accStreamBeginCapture(accStream_t stream, accStreamCaptureMode mode);
+/* Ends the capture begun on `stream` and returns its graph; an invalidated
+ * or unjoined capture returns its error and no graph (NULL). */
+accError_t accStreamEndCapture(accStream_t stream, accGraph_t* graph);
+/* Whether `stream` captures, and the capture's id (unique in the process,
+ * 0 when not capturing); `id` may be NULL. */
+accError_t accStreamGetCaptureInfo(accStream_t stream,
+                                   accStreamCaptureStatus* status,
+                                   unsigned long long* id);
+/* The number of recorded operations of `graph`. */
+accError_t accGraphGetNodeCount(accGraph_t graph, size_t* count);
+accError_t accGraphDestroy(accGraph_t graph);
+/* An executable graph; it stays valid after accGraphDestroy(graph). */
+accError_t accGraphInstantiate(accGraphExec_t* exec, accGraph_t graph);
+/* Queues the graph's work on `stream`, after the work queued there. */
+accError_t accGraphLaunch(accGraphExec_t exec, accStream_t stream);
+/* Waits for the launches of `exec` to finish, then destroys it. */
+accError_t accGraphExecDestroy(accGraphExec_t exec);
+/* --8<-- [end:driver-graphs] */
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -44,9 +44,9 @@ namespace accgen::runtime {
 
 /// Launches `Run(*args)` on `stream` with access to the allocations that
 /// hold `buffers`, in order with the stream's work, and keeps `args` alive
-/// until it ran. Note [Work on an idle stream]: the runtime's own kernels
-/// (copies) follow a kernel whose caller waited for it, so the stream is
-/// mostly idle; then the kernel runs at once (accLaunchIfIdle, on the
+/// until the driver releases it. Note [Work on an idle stream]: the runtime's
+/// own kernels (copies) follow a kernel whose caller waited for it, so the
+/// stream is mostly idle; then the kernel runs at once (accLaunchIfIdle, on the
 /// calling thread in the emulator), which spares the hand-off to the
 /// stream's worker that the next operator would wait for, and keeps the
 /// kernel's CPU code on the caller's thread pools. On a busy stream it is
@@ -72,14 +72,12 @@ void launchOwning(accStream_t stream, std::unique_ptr<Args> args,
     ACCGEN_CHECK(launched);
     return;
   }
-  ACCGEN_CHECK(accLaunchKernel(
-      stream,
-      [](void* data) {
-        const std::unique_ptr<Args> owned(static_cast<Args*>(data));
-        return Run(*owned);
-      },
-      args.get(), buffers.data(), buffers.size()));
-  (void)args.release();  // the queued kernel owns it now
+  // The driver owns `args` from here on, and may run the kernel again (a
+  // graph that captured it replays it): Run must leave `args` as it was.
+  ACCGEN_CHECK(accLaunchKernelOwned(
+      stream, [](void* data) { return Run(*static_cast<Args*>(data)); },
+      args.release(), [](void* data) { delete static_cast<Args*>(data); },
+      buffers.data(), buffers.size()));
 }
 
 }  // namespace accgen::runtime

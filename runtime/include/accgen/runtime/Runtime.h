@@ -104,6 +104,18 @@ at::Tensor emptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride,
 /// allocator does not reuse it before that work completed.
 void recordStream(const c10::DataPtr& data_ptr, const c10::Stream& stream);
 
+/// Note [Graph memory pools] (Allocator.cpp): allocations of the driver's
+/// capture `capture_id` on `device` come from `pool`, which the capture
+/// holds, until endAllocateToPool; releasePool lets go of a hold.
+void beginAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t pool,
+                         unsigned long long capture_id);
+void endAllocateToPool(c10::DeviceIndex device, unsigned long long capture_id);
+void releasePool(c10::DeviceIndex device, c10::MempoolId_t pool);
+
+/// Whether a graph capture is in progress anywhere (Graph.cpp): one relaxed
+/// atomic load.
+bool graphCaptureInProgress() noexcept;
+
 /// Grows or shrinks a device storage to `size_bytes`, keeping the common
 /// prefix of its bytes (tensor.resize_, UntypedStorage.resize_).
 void resizeStorageBytes(c10::StorageImpl* storage, std::size_t size_bytes);
