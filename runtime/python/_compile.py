@@ -365,8 +365,9 @@ def _wrap_compile_fx(compile_fx_module: Any) -> None:
         if setting("triton.cudagraphs"):
             raise _unsupported(
                 "mode='reduce-overhead' (CUDA graphs)",
-                "CUDA graphs record CUDA kernels in CUDA's own memory pools; the "
-                "device has neither.")
+                "torch's Inductor builds its graphs on torch.cuda.CUDAGraph and "
+                "skips devices other than CUDA (docs/compile.md); eager code "
+                "captures with torch.accelerator.Graph.")
         if setting("cpp_wrapper"):
             raise _cpp_wrapper_unsupported(aot=False)
         # Random operators run as the device's own operators, drawing from its

@@ -23,9 +23,9 @@
 #include <ATen/core/GraphImplInterface.h>
 #include <c10/util/Exception.h>
 
+#include "Internal.h"
 #include "accgen/runtime/Driver.h"
 #include "accgen/runtime/Runtime.h"
-#include "Internal.h"
 
 namespace accgen::runtime {
 namespace {

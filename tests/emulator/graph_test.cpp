@@ -94,13 +94,13 @@ TEST_F(Graph, CaptureRecordsInsteadOfRunningAndReplaysInOrder) {
   // memset to 0, +3, *copy to dev_[1]*, +4: replay leaves 7 and 3.
   ASSERT_EQ(accMemsetAsync(dev_, 0, sizeof(int), stream_), accSuccess);
   ASSERT_EQ(launchAdd(stream_, dev_, 3, runs, releases), accSuccess);
-  ASSERT_EQ(accMemcpyAsync(dev_ + 1, dev_, sizeof(int),
-                           accMemcpyDeviceToDevice, stream_),
-            accSuccess);
-  ASSERT_EQ(launchAdd(stream_, dev_, 4, runs, releases), accSuccess);
-  ASSERT_EQ(accMemcpyAsync(pinned, dev_, sizeof(int), accMemcpyDeviceToHost,
+  ASSERT_EQ(accMemcpyAsync(dev_ + 1, dev_, sizeof(int), accMemcpyDeviceToDevice,
                            stream_),
             accSuccess);
+  ASSERT_EQ(launchAdd(stream_, dev_, 4, runs, releases), accSuccess);
+  ASSERT_EQ(
+      accMemcpyAsync(pinned, dev_, sizeof(int), accMemcpyDeviceToHost, stream_),
+      accSuccess);
   accGraph_t graph = nullptr;
   ASSERT_EQ(accStreamEndCapture(stream_, &graph), accSuccess);
   ASSERT_NE(graph, nullptr);
@@ -142,9 +142,10 @@ TEST_F(Graph, LaunchIsAsynchronousAndOrderedWithTheStream) {
   accGraphExec_t exec = nullptr;
   ASSERT_EQ(accGraphInstantiate(&exec, graph), accSuccess);
   Gate gate;
-  ASSERT_EQ(launch(stream_, [&] { return gate.wait() ? accSuccess
-                                                     : accErrorLaunchFailure; }),
-            accSuccess);
+  ASSERT_EQ(
+      launch(stream_,
+             [&] { return gate.wait() ? accSuccess : accErrorLaunchFailure; }),
+      accSuccess);
   for (int i = 0; i < 10; ++i) {
     ASSERT_EQ(accGraphLaunch(exec, stream_), accSuccess);
   }
@@ -202,14 +203,10 @@ TEST_F(Graph, CaptureRefusesWhatItCannotReplay) {
       },
       "pageable host memory");
   expectInvalidatedBy(
-      [&] {
-        return launchSync(stream_, [] { return accSuccess; }, {});
-      },
+      [&] { return launchSync(stream_, [] { return accSuccess; }, {}); },
       "synchronous launch");
   expectInvalidatedBy(
-      [&] {
-        return launch(stream_, [] { return accSuccess; }, {});
-      },
+      [&] { return launch(stream_, [] { return accSuccess; }, {}); },
       "a kernel whose data the driver does not own");
   expectInvalidatedBy(
       [&] {
