@@ -73,6 +73,9 @@ accError_t accStreamBeginCapture(accStream_t stream,
     return accErrorInvalidValue;
   }
   return guarded([&](Runtime& rt) {
+    if (!rt.config().graphs) {
+      return accErrorNotSupported;  // ACCGEN_EMU_GRAPHS=0
+    }
     std::shared_ptr<Stream> target = rt.findStream(stream);
     if (target == nullptr) {
       return accErrorInvalidHandle;

@@ -132,6 +132,9 @@ Config resolveConfig(int device_count_hint, uint64_t memory_hint) {
   if (auto spin = parseSpinMicros(std::getenv("ACCGEN_EMU_SPIN_US"))) {
     config.spin_ns = *spin;
   }
+  if (auto graphs = parseFlag(std::getenv("ACCGEN_EMU_GRAPHS"))) {
+    config.graphs = *graphs;
+  }
   return config;
 }
 

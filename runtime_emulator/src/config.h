@@ -28,11 +28,15 @@ struct Config {
   /// more than a small operator itself. Test suites turn it on.
   bool protect = false;
   int64_t spin_ns = kDefaultSpinNs;
+  /// Stream capture and graphs (accgen/driver.h, "graphs"): off, the
+  /// emulator behaves as a driver without them (accErrorNotSupported).
+  bool graphs = true;
 };
 
 /// Resolves the configuration from accInit's hints (0 keeps the default) and
 /// the environment variables ACCGEN_EMU_DEVICE_COUNT, ACCGEN_EMU_MEMORY_BYTES,
-/// ACCGEN_EMU_PROTECT and ACCGEN_EMU_SPIN_US; invalid values are ignored.
+/// ACCGEN_EMU_PROTECT, ACCGEN_EMU_SPIN_US and ACCGEN_EMU_GRAPHS; invalid
+/// values are ignored.
 Config resolveConfig(int device_count_hint, uint64_t memory_hint);
 
 /// A device count in [1, kMaxDeviceCount], plain decimal; nullopt otherwise.

@@ -164,3 +164,24 @@ def test_graphs_share_a_pool_and_keep_graph(device, side, tmp_path):
     first.replay()
     second.replay()  # instantiated on first replay
     torch.testing.assert_close(z.cpu(), torch.arange(8.0, 16.0) * 2 + 1)
+
+
+def test_a_driver_without_graphs_says_so(device, run_python):
+    # ACCGEN_EMU_GRAPHS=0: the emulator answers stream capture as a driver
+    # without it does, accErrorNotSupported.
+    r = run_python(f"""
+import torch
+s = torch.Stream(device={device!r})
+g = torch.accelerator.Graph()
+with s:
+    try:
+        g.capture_begin()
+    except RuntimeError as e:
+        print("refused:", e)
+    else:
+        print("captured")
+    print("still works:", (torch.ones(2, device={device!r}) * 2).sum().item())
+""", env={"ACCGEN_EMU_GRAPHS": "0"})
+    assert r.returncode == 0, r.stderr
+    assert f"refused: graphs are not supported on {device}" in r.stdout, r.stdout
+    assert "still works: 4.0" in r.stdout, r.stdout
