@@ -8,6 +8,7 @@
 #include <c10/core/Allocator.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/core/StorageImpl.h>
 #include <c10/core/TensorImpl.h>
 
@@ -29,33 +30,73 @@ at::Tensor tensorOver(c10::Storage storage, c10::DispatchKey key,
 }
 
 // Note [Host storage reuse]
-// A host alias's storage holds nothing of the device storage but its data
-// pointer and size. Each thread keeps the last few it made, and points one
-// that nothing holds any more (no tensor, no queued kernel, no weak
-// reference) at the next device memory to alias, which spares a heap
-// allocation and release per tensor argument of every emulated call. A
-// storage a CPU kernel moved to host memory (an out= it grew) releases
-// that memory when it is pointed elsewhere.
-c10::Storage hostStorage(void* data, std::size_t nbytes) {
-  constexpr std::size_t kKept = 8;
-  thread_local std::array<c10::intrusive_ptr<c10::StorageImpl>, kKept> kept;
-  thread_local std::size_t next = 0;
-  for (c10::intrusive_ptr<c10::StorageImpl>& impl : kept) {
-    if (impl && impl.use_count() == 1 && impl.weak_use_count() == 1) {
-      impl->set_data_ptr_noswap(c10::DataPtr(data, c10::Device(c10::kCPU)));
-      impl->set_nbytes(nbytes);
-      return c10::Storage(impl);
+// A host alias holds nothing of the device tensor but its data pointer,
+// size, dtype and geometry. Each thread keeps the last few aliases it made,
+// and points one that nothing holds any more (no tensor, no queued kernel,
+// no weak reference, its storage held by it alone), that the CPU kernel
+// left as it was made (the same dispatch keys, so no conjugate or negative
+// bit and not an inference tensor; not a wrapped number; no autograd
+// metadata, Python object or backend metadata), at the next device memory
+// to alias. That spares two heap allocations and releases, the TensorImpl
+// and its StorageImpl, and their construction, for each tensor argument of
+// every emulated call. A storage a CPU kernel moved to host memory (an out=
+// it grew) releases that memory when it is pointed elsewhere.
+class HostAliases {
+ public:
+  at::Tensor take(void* data, std::size_t nbytes, const at::Tensor& like) {
+    const bool inference = c10::InferenceMode::is_enabled();
+    if (!inference) {
+      for (c10::intrusive_ptr<c10::TensorImpl>& impl : kept_) {
+        if (impl && idle(*impl, impl.use_count(), impl.weak_use_count())) {
+          c10::StorageImpl* storage = impl->storage().unsafeGetStorageImpl();
+          storage->set_data_ptr_noswap(
+              c10::DataPtr(data, c10::Device(c10::kCPU)));
+          storage->set_nbytes(nbytes);
+          impl->set_storage_and_dtype(impl->storage(), like.dtype());
+          impl->set_sizes_and_strides(like.sizes(), like.strides(),
+                                      like.storage_offset());
+          return at::Tensor(impl);
+        }
+      }
     }
+    // Resizable through the CPU allocator: an out= argument that the CPU
+    // kernel grows moves to host memory and is copied back once.
+    c10::Storage storage(c10::make_intrusive<c10::StorageImpl>(
+        c10::StorageImpl::use_byte_size_t(), nbytes,
+        c10::DataPtr(data, c10::Device(c10::kCPU)),
+        c10::GetAllocator(c10::kCPU), /*resizable=*/true));
+    at::Tensor fresh =
+        tensorOver(std::move(storage), c10::DispatchKey::CPU, like.dtype(),
+                   like.sizes(), like.strides(), like.storage_offset());
+    if (!inference) {
+      keys_ = fresh.unsafeGetTensorImpl()->key_set();
+      kept_[next_] = fresh.getIntrusivePtr();
+      next_ = (next_ + 1) % kKept;
+    }
+    return fresh;
   }
-  // Resizable through the CPU allocator: an out= argument that the CPU
-  // kernel grows moves to host memory and is copied back once.
-  auto fresh = c10::make_intrusive<c10::StorageImpl>(
-      c10::StorageImpl::use_byte_size_t(), nbytes,
-      c10::DataPtr(data, c10::Device(c10::kCPU)), c10::GetAllocator(c10::kCPU),
-      /*resizable=*/true);
-  kept[next] = fresh;
-  next = (next + 1) % kKept;
-  return c10::Storage(std::move(fresh));
+
+ private:
+  static constexpr std::size_t kKept = 8;
+
+  bool idle(c10::TensorImpl& impl, std::size_t uses,
+            std::size_t weak_uses) const {
+    return uses == 1 && weak_uses == 1 && impl.storage().use_count() == 1 &&
+           impl.key_set() == keys_ && !impl.is_wrapped_number() &&
+           impl.autograd_meta() == nullptr &&
+           impl.pyobj_slot()->load_pyobj() == nullptr &&
+           impl.get_backend_meta_intrusive_ptr() == nullptr;
+  }
+
+  std::array<c10::intrusive_ptr<c10::TensorImpl>, kKept> kept_;
+  std::size_t next_ = 0;
+  c10::DispatchKeySet keys_;
+};
+
+// A host alias of `like`'s geometry over `data` (Note [Host storage reuse]).
+at::Tensor hostAlias(void* data, std::size_t nbytes, const at::Tensor& like) {
+  thread_local HostAliases aliases;
+  return aliases.take(data, nbytes, like);
 }
 
 struct PendingCopies {
@@ -251,24 +292,24 @@ at::Tensor AliasSet::alias(const at::Tensor& device, bool written,
   c10::StorageImpl* impl = device.storage().unsafeGetStorageImpl();
   checkInBounds(device);
   bytes_ += device.nbytes();
-  c10::Storage host_storage;
-  for (const auto& [known, host] : storages_) {
+  at::Tensor host;
+  for (const auto& [known, shared] : storages_) {
     if (known == impl) {
-      host_storage = host;
+      // Another alias of the same device storage shares its host storage.
+      host =
+          tensorOver(shared, c10::DispatchKey::CPU, device.dtype(),
+                     device.sizes(), device.strides(), device.storage_offset());
       break;
     }
   }
-  if (!host_storage) {
+  if (!host.defined()) {
     void* data = impl->mutable_data();
-    host_storage = hostStorage(data, impl->nbytes());
-    storages_.emplace_back(impl, host_storage);
+    host = hostAlias(data, impl->nbytes(), device);
+    storages_.emplace_back(impl, host.storage());
     if (data != nullptr) {
       buffers_.push_back(data);
     }
   }
-  auto host =
-      tensorOver(host_storage, c10::DispatchKey::CPU, device.dtype(),
-                 device.sizes(), device.strides(), device.storage_offset());
   entries_.push_back(
       {borrowed ? c10::MaybeOwned<at::Tensor>::borrowed(device)
                 : c10::MaybeOwned<at::Tensor>::owned(std::in_place, device),
