@@ -125,7 +125,7 @@ py::dict memorySnapshotDict() {
     segment["requested_size"] = active ? s.requested : 0;
     segment["stream"] = s.stream;
     segment["segment_type"] = s.small ? "small" : "large";
-    segment["segment_pool_id"] = py::make_tuple(0, 0);
+    segment["segment_pool_id"] = py::make_tuple(s.pool.first, s.pool.second);
     segment["is_expandable"] = false;
     segment["frames"] = framesOf(s.context);
     py::list blocks;

@@ -292,6 +292,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
       segment.requested = block->requested;
       segment.stream = block->stream;
       segment.small = inSmallPool(block->size);
+      segment.pool = block->pool;
       segment.state =
           pending.count(block.get()) ? MemorySegment::State::kActivePendingFree
           : block->allocated         ? MemorySegment::State::kActiveAllocated

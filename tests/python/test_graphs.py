@@ -140,6 +140,10 @@ def test_graph_memory_stays_with_the_graph_until_reset(device, mod, side):
         del scratch  # back to the graph's pool, not to anyone else
     outside = [torch.empty(n, device=device) for _ in range(4)]
     assert address not in {t.data_ptr() for t in outside}
+    # The snapshot names the pool, as CUDA's does.
+    (segment,) = [s for s in mod.memory._snapshot()["segments"]
+                  if s["address"] == address]
+    assert segment["segment_pool_id"] == graph.pool() != (0, 0)
     graph.replay()
     assert total.item() == n
     graph.reset()
@@ -166,11 +170,12 @@ def test_graphs_share_a_pool_and_keep_graph(device, side, tmp_path):
     torch.testing.assert_close(z.cpu(), torch.arange(8.0, 16.0) * 2 + 1)
 
 
-def test_a_driver_without_graphs_says_so(device, run_python):
+def test_a_driver_without_graphs_says_so(device, mod, run_python):
     # ACCGEN_EMU_GRAPHS=0: the emulator answers stream capture as a driver
-    # without it does, accErrorNotSupported.
+    # without it does, accErrorNotSupported. The backend's package is
+    # imported, for a run without autoloading.
     r = run_python(f"""
-import torch
+import torch, {mod.__name__}
 s = torch.Stream(device={device!r})
 g = torch.accelerator.Graph()
 with s:

@@ -44,6 +44,9 @@ struct MemorySegment {
   std::size_t requested = 0;  ///< bytes the tensor asked for
   c10::StreamId stream = 0;   ///< the allocation stream
   bool small = false;         ///< in the small pool
+  /// The graph pool holding the block (Note [Graph memory pools]), or
+  /// {0, 0}.
+  c10::MempoolId_t pool{0, 0};
   State state = State::kInactive;
   /// Where the block was last allocated, when stacks are kept.
   std::shared_ptr<c10::GatheredContext> context;
