@@ -61,6 +61,15 @@ bool live(const std::unordered_set<Handle>& set, Handle handle) {
   return handle != nullptr && set.count(handle) != 0;
 }
 
+// Takes a live handle out of its table, for destruction; false for an
+// unknown one.
+template <class Handle>
+bool remove(std::unordered_set<Handle>& set, Handle handle) {
+  Handles& table = handles();
+  const std::lock_guard<std::mutex> lock(table.mutex);
+  return handle != nullptr && set.erase(handle) == 1;
+}
+
 }  // namespace
 
 extern "C" {
@@ -162,13 +171,8 @@ accError_t accGraphGetNodeCount(accGraph_t graph, size_t* count) {
 }
 
 accError_t accGraphDestroy(accGraph_t graph) {
-  Handles& table = handles();
-  {
-    const std::lock_guard<std::mutex> lock(table.mutex);
-    if (!live(table.graphs, graph)) {
-      return accErrorInvalidHandle;
-    }
-    table.graphs.erase(graph);
+  if (!remove(handles().graphs, graph)) {
+    return accErrorInvalidHandle;
   }
   delete graph;  // instantiated graphs share the nodes
   return accSuccess;
@@ -248,13 +252,8 @@ accError_t accGraphLaunch(accGraphExec_t exec, accStream_t stream) {
 }
 
 accError_t accGraphExecDestroy(accGraphExec_t exec) {
-  Handles& table = handles();
-  {
-    const std::lock_guard<std::mutex> lock(table.mutex);
-    if (!live(table.execs, exec)) {
-      return accErrorInvalidHandle;
-    }
-    table.execs.erase(exec);
+  if (!remove(handles().execs, exec)) {
+    return accErrorInvalidHandle;
   }
   for (auto& [key, launch] : exec->launches) {
     launch.first->waitFor(launch.second);

@@ -195,44 +195,43 @@ bool metaShapes(const Rule& rule, torch::jit::Stack stack,
   return true;
 }
 
+// The results' shapes for a queued call: from the shape function, or,
+// without one (only in a graph capture), from the Meta kernel; false when
+// they are not known.
+bool shapesToQueue(Rule& rule, Call& call, ShapeCache::Results& shapes) {
+  if (rule.has_shape_function) {
+    return shapesOf(rule, call, shapes);
+  }
+  torch::jit::Stack host;
+  call.hostStack(host);
+  return metaShapes(rule, std::move(host), shapes);
+}
+
 // Rule 3, queued (Note [Queued operators]): an in-place operator whose
 // shape function accepts the arguments and keeps the geometry of the ones
 // it writes; false, with nothing queued, otherwise.
 bool queueInPlace(Rule& rule, Call& call, AliasSet& aliases) {
   ShapeCache::Results shapes;
-  if (rule.has_shape_function) {
-    if (!shapesOf(rule, call, shapes)) {
-      return false;
-    }
-  } else {
-    // In a graph capture (runDirect): the Meta kernel's shapes. An operator
-    // that returns nothing (_foreach_add_) is queued unchecked; the
-    // queued kernel's check of the written geometry reports a resize.
-    torch::jit::Stack host;
-    call.hostStack(host);
-    if (!metaShapes(rule, std::move(host), shapes)) {
-      return false;
-    }
-    if (rule.op.schema().returns().empty()) {
-      launchQueued(aliases.device(), aliases.buffers(),
-                   queuedKernel(rule.op, call, aliases));
-      call.takeArguments(rule.returned_argument);
-      return true;
-    }
+  if (!shapesToQueue(rule, call, shapes)) {
+    return false;
   }
   // The written arguments keep their geometry, checked before anything is
-  // boxed for the queue.
-  std::size_t written = 0;
-  bool kept = true;
-  aliases.forEachWritten([&](const at::Tensor& host, const void* /*data*/) {
-    kept = kept && written < shapes.size() &&
-           host.sizes() == c10::IntArrayRef(shapes[written].sizes) &&
-           host.strides() == c10::IntArrayRef(shapes[written].strides) &&
-           host.scalar_type() == shapes[written].dtype;
-    ++written;
-  });
-  if (!kept || written != shapes.size()) {
-    return false;
+  // boxed for the queue. An operator that returns nothing (_foreach_add_)
+  // and has no shape function (in a graph capture) is queued unchecked:
+  // the queued kernel's check of the written geometry reports a resize.
+  if (rule.has_shape_function || !rule.op.schema().returns().empty()) {
+    std::size_t written = 0;
+    bool kept = true;
+    aliases.forEachWritten([&](const at::Tensor& host, const void* /*data*/) {
+      kept = kept && written < shapes.size() &&
+             host.sizes() == c10::IntArrayRef(shapes[written].sizes) &&
+             host.strides() == c10::IntArrayRef(shapes[written].strides) &&
+             host.scalar_type() == shapes[written].dtype;
+      ++written;
+    });
+    if (!kept || written != shapes.size()) {
+      return false;
+    }
   }
   launchQueued(aliases.device(), aliases.buffers(),
                queuedKernel(rule.op, call, aliases));
@@ -255,16 +254,8 @@ bool queueFunctionalInCapture(Rule& rule, Call& call) {
   AliasSet aliases;
   call.alias(aliases);
   ShapeCache::Results shapes;
-  if (rule.has_shape_function) {
-    if (!shapesOf(rule, call, shapes)) {
-      return false;
-    }
-  } else {
-    torch::jit::Stack host;
-    call.hostStack(host);
-    if (!metaShapes(rule, std::move(host), shapes)) {
-      return false;
-    }
+  if (!shapesToQueue(rule, call, shapes)) {
+    return false;
   }
   c10::SmallVector<at::Tensor, 2> results;
   c10::SmallVector<at::Tensor, 2> into;
