@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mapfile -t files < <(git ls-files 'generator/*.cpp' 'generator/*.h' \
-  'runtime/*.cpp' 'runtime/*.h' 'runtime_emulator/*.cpp' 'runtime_emulator/*.h' 'tests/*.cpp' 'tests/*.h' \
+  'runtime/*.cpp' 'runtime/*.h' 'runtime_emulator/*.cpp' 'runtime_emulator/*.h' 'runtime_remote/*.cpp' 'runtime_remote/*.h' 'tests/*.cpp' 'tests/*.h' \
   'bench/*.cpp' ':!tests/golden/*')
 if [ "${1:-}" = "--fix" ]; then
   clang-format -i "${files[@]}"

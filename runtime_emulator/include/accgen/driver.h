@@ -240,6 +240,48 @@ accError_t accLaunchKernelOwned(accStream_t stream, accKernelFn_t fn,
                                 const void* const* buffers, size_t num_buffers);
 /* --8<-- [end:driver-launch] */
 
+/* ------------------------------------------------------------- device code */
+
+/* --8<-- [start:driver-device-code] */
+typedef enum accDeviceAttr {
+  /* 1 if the host may read and write device memory through device pointers
+   * (unified memory; the emulator, whose device memory is host memory), 0 if
+   * only the driver's copies and memsets and the device's own functions
+   * (accLaunchFunction) reach it (the remote driver; most accelerators).
+   * Where it is 0, a host kernel (accLaunchKernel and its kin) given a
+   * device buffer is refused with accErrorNotSupported. */
+  accDevAttrHostAddressable = 0,
+} accDeviceAttr;
+
+/* The value of `attribute` for `device`. */
+accError_t accDeviceGetAttribute(int* value, accDeviceAttr attribute,
+                                 int device);
+
+/* Device code comes in modules, loaded by path, and is launched by name,
+ * as with CUDA's driver API. A module of the emulator and of the remote
+ * driver is a shared library of functions declared with ACC_DEVICE_FUNCTION
+ * (accgen/device.h); the remote driver loads it into its device process. */
+typedef struct accModule_st* accModule_t;
+typedef struct accFunction_st* accFunction_t;
+
+/* accErrorInvalidValue if `path` cannot be loaded as a module. */
+accError_t accModuleLoad(accModule_t* module, const char* path);
+/* Unloads `module` once the work launched from it completed; its functions
+ * become invalid. */
+accError_t accModuleUnload(accModule_t module);
+/* The device function `name` of `module` (accErrorInvalidValue if it has
+ * none of that name). */
+accError_t accModuleGetFunction(accFunction_t* function, accModule_t module,
+                                const char* name);
+/* Queues `function` on `stream` with a copy of the `args_size` bytes at
+ * `args` (its argument block: device pointers, sizes, scalars, laid out as
+ * the function reads them), and returns without waiting. Device pointers
+ * in the block are used by the device as they are. The function's error is
+ * sticky on the stream, as a kernel's. A capturing stream records it. */
+accError_t accLaunchFunction(accFunction_t function, const void* args,
+                             size_t args_size, accStream_t stream);
+/* --8<-- [end:driver-device-code] */
+
 /* ------------------------------------------------------------------ events */
 
 /* --8<-- [start:driver-events] */
