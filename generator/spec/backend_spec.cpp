@@ -13,7 +13,8 @@ namespace {
 const std::vector<std::string> kBackendKeys = {
     "device", "package",  "namespace", "devices",
     "memory", "fallback", "features",  "dtypes"};
-const std::vector<std::string> kFeatureKeys = {"pinned_memory", "autocast"};
+const std::vector<std::string> kFeatureKeys = {"pinned_memory", "autocast",
+                                               "host_copies"};
 const std::vector<std::string> kFallbackValues = {"emulate", "cpu", "error"};
 
 constexpr int kMaxDevices = 64;
@@ -190,6 +191,7 @@ void readFeatures(YamlReader& r, const YamlField& f, BackendSpec& spec) {
     if (!on) continue;
     if (feature.key == "pinned_memory") spec.features.pinned_memory = *on;
     if (feature.key == "autocast") spec.features.autocast = *on;
+    if (feature.key == "host_copies") spec.features.host_copies = *on;
   }
 }
 

@@ -102,6 +102,10 @@ const std::vector<std::string>& knownDtypeNames();
 struct Features {
   bool pinned_memory = true;
   bool autocast = true;
+  /// Where the host cannot address device memory, `emulate` entries and the
+  /// emulate fallback run through the CPU fallback with copies (else they
+  /// are refused).
+  bool host_copies = false;
 };
 
 /// backend.yaml. Defaults are filled in: package, cpp_namespace always hold

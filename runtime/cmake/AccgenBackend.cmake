@@ -13,6 +13,9 @@
 #                                    # default: accgen::emulator
 #     [COLLECTIVES <target>]         # implements accgen/collectives.h;
 #                                    # default: the runtime's, over Gloo
+#     [DEVICE_SOURCES ${device}]     # device code (accgen/device.h): the
+#                                    # module lib<core>_device.so, loaded
+#                                    # by accgen::runtime::deviceFunction
 #     [PYTHON_MODULE]                # also build <package>._C
 #     [INSTALL_DIR <dir>]            # where the package's files go;
 #                                    # default: <package>
@@ -121,7 +124,7 @@ set_source_files_properties(${ACCGEN_RUNTIME_DISTRIBUTED_SOURCE}
 function(accgen_add_backend name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "PYTHON_MODULE;NO_INSTALL"
     "PACKAGE;CONFIG_DIR;DRIVER;COLLECTIVES;INSTALL_DIR"
-    "SOURCES;GENERATED_SOURCES")
+    "SOURCES;GENERATED_SOURCES;DEVICE_SOURCES")
   if(NOT arg_PACKAGE OR NOT arg_CONFIG_DIR)
     message(FATAL_ERROR "accgen_add_backend(${name}): PACKAGE and CONFIG_DIR are required")
   endif()
@@ -177,8 +180,31 @@ function(accgen_add_backend name)
     INSTALL_RPATH "$ORIGIN/../../torch/lib")
   add_library(accgen_backend::core ALIAS ${core})
 
+  # Device code: a module of its own, built for the device (here, with the
+  # driver's headers only), loaded by the driver beside the core library.
+  if(arg_DEVICE_SOURCES)
+    add_library(${core}_device MODULE ${arg_DEVICE_SOURCES})
+    target_include_directories(${core}_device PRIVATE "${driver_includes}")
+    target_compile_features(${core}_device PRIVATE cxx_std_20)
+    set_target_properties(${core}_device PROPERTIES PREFIX "lib"
+      LIBRARY_OUTPUT_DIRECTORY "$<TARGET_FILE_DIR:${core}>")
+    target_compile_definitions(${core} PRIVATE
+      ACCGEN_DEVICE_MODULE="lib${core}_device.so")
+    add_dependencies(${core} ${core}_device)
+  endif()
+  # A driver that runs a program of its own (the remote driver's device
+  # process) names its target in the property ACCGEN_DEVICE_PROGRAM; the
+  # program goes beside the core library, where the driver looks for it.
+  get_target_property(device_program ${arg_DRIVER} ACCGEN_DEVICE_PROGRAM)
   if(NOT arg_NO_INSTALL)
     install(TARGETS ${core} LIBRARY DESTINATION "${arg_INSTALL_DIR}/lib")
+    if(arg_DEVICE_SOURCES)
+      install(TARGETS ${core}_device LIBRARY DESTINATION "${arg_INSTALL_DIR}/lib")
+    endif()
+    if(device_program)
+      install(PROGRAMS "$<TARGET_FILE:${device_program}>"
+              DESTINATION "${arg_INSTALL_DIR}/lib")
+    endif()
     _accgen_install_core_package(${name} "${arg_INSTALL_DIR}" "${config_dir}"
                                  "${driver_includes}")
   endif()

@@ -501,6 +501,14 @@ PYBIND11_MODULE(_C, m) {
     }
     return counts;
   });
+  m.def("_device_function_counts", [] {
+    py::dict counts;
+    for (const auto& [name, calls] : deviceFunctionCounts()) {
+      counts[py::str(name)] = calls;
+    }
+    return counts;
+  });
+  m.def("_host_addressable", [] { return hostComputes(); });
   m.def("_memory_stats", [](int device) {
     return memoryStats(static_cast<c10::DeviceIndex>(device));
   });

@@ -34,6 +34,7 @@ __all__ = [
     "default_stream",
     "device",
     "device_count",
+    "device_function_counts",
     "device_of",
     "empty_cache",
     "empty_host_cache",
@@ -44,6 +45,7 @@ __all__ = [
     "get_device_properties",
     "get_rng_state",
     "get_rng_state_all",
+    "host_addressable",
     "host_memory_stats",
     "init",
     "initial_seed",
@@ -605,6 +607,22 @@ def fallback_counts() -> dict[str, dict[str, int]]:
     backend still runs through its fallback are the ones to give kernels."""
     return {fallback: dict(sorted(ops.items()))
             for fallback, ops in sorted(_C._fallback_counts().items())}
+
+
+def device_function_counts() -> dict[str, int]:
+    """How often each device function of the backend's device module was
+    launched in this process, by name. With fallback_counts(), where the
+    operators ran: on the device's own code or on the CPU."""
+    return dict(sorted(_C._device_function_counts().items()))
+
+
+def host_addressable() -> bool:
+    """Whether the host may address device memory, as the driver says
+    (accDevAttrHostAddressable): True on the emulator, False on the remote
+    driver and on most accelerators. Where it is False, CPU code never runs
+    on device memory: emulated operators go through the CPU fallback with
+    copies (features.host_copies) or are refused."""
+    return bool(_C._host_addressable())
 
 
 # ------------------------------------------------------------------ autocast

@@ -119,9 +119,43 @@ accError_t runCopyKernel(CopyKernelArgs& args) {
   return accSuccess;
 }
 
+// The bytes of `t`'s whole storage in a host tensor of `t`'s layout (the
+// same sizes, strides and offset), read once the current stream got there.
+at::Tensor hostCopyOfStorage(const at::Tensor& t) {
+  const c10::Storage& storage = t.storage();
+  at::Tensor bytes = at::empty({static_cast<int64_t>(storage.nbytes())},
+                               at::TensorOptions().dtype(at::kByte));
+  ACCGEN_CHECK(accMemcpyAsync(bytes.data_ptr(), storage.data(),
+                              storage.nbytes(), accMemcpyDeviceToHost,
+                              currentNativeStream()));
+  ACCGEN_CHECK(accStreamSynchronize(currentNativeStream()));
+  at::Tensor host = at::empty({0}, t.options().device(c10::kCPU));
+  host.set_(bytes.storage(), t.storage_offset(), t.sizes(), t.strides());
+  host._set_conj(t.is_conj());
+  host._set_neg(t.is_neg());
+  return host;
+}
+
+// launchCopyKernel where the host cannot address device memory (Note [Host
+// access]): both storages come to the host, the CPU copies there, and the
+// destination's storage goes back whole, with the bytes around the view
+// as they were.
+void copyThroughHost(const at::Tensor& src, const at::Tensor& dst) {
+  const at::Tensor host_src = hostCopyOfStorage(src);
+  at::Tensor host_dst = hostCopyOfStorage(dst);
+  host_dst.copy_(host_src);
+  ACCGEN_CHECK(accMemcpyAsync(dst.storage().mutable_data(),
+                              host_dst.storage().data(), dst.storage().nbytes(),
+                              accMemcpyHostToDevice, currentNativeStream()));
+}
+
 // dst <- src on their (common) device, any dtypes and layouts, on the
 // current stream.
 void launchCopyKernel(const at::Tensor& src, const at::Tensor& dst) {
+  if (C10_UNLIKELY(!hostComputes())) {
+    copyThroughHost(src, dst);
+    return;
+  }
   auto args = std::make_unique<CopyKernelArgs>();
   args->dst = dst.data_ptr();
   args->src = src.const_data_ptr();

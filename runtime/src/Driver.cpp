@@ -3,13 +3,21 @@
 // driver through the helpers defined here and ACCGEN_CHECK.
 #include "accgen/runtime/Driver.h"
 
-#include <cstring>
-#include <string>
+#include <dlfcn.h>
 
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/Exception.h>
 #include <c10/util/StringUtil.h>
 
 #include "Internal.h"
+#include "accgen/runtime/Emulate.h"
 #include "accgen/runtime/Runtime.h"
 
 namespace accgen::runtime {
@@ -65,6 +73,123 @@ void initDriver() noexcept {
     return true;
   }();
   (void)initialized;
+}
+
+// Note [Host access]
+// Everything the runtime runs as CPU code over device memory (the emulation
+// engine's host aliases: `emulate` entries, the emulate fallback,
+// emulate::call; the host views of the hook and quantized operators; the
+// copy kernel between layouts; the kernel that lands host results on the
+// device) asks this one function whether it may. The
+// driver says so per device (accDevAttrHostAddressable): the emulator's
+// memory is host memory, the remote driver's and most accelerators' is not.
+// Where it may not, the engine hands the operator to runWithoutHostAccess
+// (the CPU fallback, with copies, if features.host_copies allows it; an
+// error naming the operator otherwise), the host views become host copies
+// written back once changed, the copy kernel stages through the host, and
+// host results land with the driver's copies.
+// Nothing else in the runtime reads or writes device memory from the host.
+bool hostComputes() noexcept {
+  static const bool computes = [] {
+    initDriver();
+    int value = 1;
+    int count = 0;
+    if (accGetDeviceCount(&count) != accSuccess || count <= 0 ||
+        accDeviceGetAttribute(&value, accDevAttrHostAddressable, 0) !=
+            accSuccess) {
+      return true;  // no device: nothing runs on one either way
+    }
+    return value != 0;
+  }();
+  return computes;
+}
+
+void runWithoutHostAccess(const c10::OperatorHandle& op,
+                          torch::jit::Stack* stack) {
+  TORCH_CHECK(
+      kHostCopies, kDeviceName, ": ", op.operator_name(),
+      " runs as CPU code over device memory (an `emulate` entry, the emulate "
+      "fallback or emulate::call), but the host cannot address this "
+      "driver's device memory (accDevAttrHostAddressable is 0). Write a "
+      "kernel for it (kind: kernel), run it on the CPU (kind: fallback), or "
+      "set features.host_copies: true in specs/backend.yaml to run such "
+      "operators through the CPU fallback with copies.");
+  cpuFallback(op, stack);
+}
+
+accFunction_t deviceFunction(const char* name) {
+#ifdef ACCGEN_DEVICE_MODULE
+  struct Module {
+    std::mutex mutex;
+    accModule_t handle = nullptr;
+    std::unordered_map<std::string, accFunction_t> functions;
+  };
+  static Module module;
+  const std::lock_guard<std::mutex> lock(module.mutex);
+  if (auto it = module.functions.find(name); it != module.functions.end()) {
+    return it->second;
+  }
+  if (module.handle == nullptr) {
+    // Beside the core library, which holds this function.
+    Dl_info info{};
+    TORCH_CHECK(dladdr(reinterpret_cast<void*>(&deviceFunction), &info) != 0 &&
+                    info.dli_fname != nullptr,
+                kDeviceName, ": cannot locate the backend's library");
+    std::string path = info.dli_fname;
+    path = path.substr(0, path.find_last_of('/') + 1) + ACCGEN_DEVICE_MODULE;
+    initDriver();
+    const accError_t loaded = accModuleLoad(&module.handle, path.c_str());
+    TORCH_CHECK(loaded == accSuccess, kDeviceName,
+                ": cannot load the device module ", path, ": ",
+                accGetErrorString(loaded));
+  }
+  accFunction_t function = nullptr;
+  const accError_t found = accModuleGetFunction(&function, module.handle, name);
+  TORCH_CHECK(found == accSuccess, kDeviceName, ": the device module has no ",
+              "function ", name, " (", accGetErrorString(found), ")");
+  module.functions.emplace(name, function);
+  return function;
+#else
+  TORCH_CHECK(false, kDeviceName, ": ", name,
+              " asked for, but the backend has no device module (device "
+              "code in DEVICE_SOURCES of accgen_add_backend)");
+#endif
+}
+
+namespace {
+
+struct LaunchCounts {
+  std::mutex mutex;
+  std::map<std::string, int64_t, std::less<>> calls;
+};
+
+LaunchCounts& launchCounts() {
+  static auto* counts = new LaunchCounts();  // read until exit
+  return *counts;
+}
+
+}  // namespace
+
+void launchDeviceFunction(const char* name, const void* args,
+                          std::size_t size) {
+  accFunction_t function = deviceFunction(name);
+  const accError_t launched =
+      accLaunchFunction(function, args, size, currentNativeStream());
+  TORCH_CHECK(launched == accSuccess, kDeviceName, ": launching ", name,
+              " failed: ", accGetErrorString(launched));
+  LaunchCounts& counts = launchCounts();
+  const std::lock_guard<std::mutex> lock(counts.mutex);
+  auto it = counts.calls.find(std::string_view(name));
+  if (it == counts.calls.end()) {
+    it = counts.calls.emplace(name, 0).first;
+  }
+  ++it->second;
+}
+
+std::vector<std::pair<std::string, int64_t>> deviceFunctionCounts() {
+  LaunchCounts& counts = launchCounts();
+  const std::lock_guard<std::mutex> lock(counts.mutex);
+  return {counts.calls.begin(), counts.calls.end()};
 }
 
 c10::DeviceIndex deviceCount() noexcept {

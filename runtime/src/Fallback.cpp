@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/CPUFallback.h>
 #include <c10/util/Exception.h>
 
@@ -80,7 +81,40 @@ c10::DeviceIndex deviceOfArguments(const c10::OperatorHandle& op,
 }  // namespace
 
 // --8<-- [start:cpu-fallback]
+namespace {
+
+// Note [Unannotated batch norm statistics]
+// aten::native_batch_norm updates its running_mean and running_var in place
+// when training, but its schema does not mark them as written (`Tensor?`,
+// not `Tensor(a!)?`, in torch 2.13 to 2.15), so at::native::cpu_fallback
+// leaves the device's statistics as they were. The operator goes to
+// aten::_native_batch_norm_legit instead, the same computation with the
+// statistics marked written, which the fallback copies back.
+// test_remote_backend.py::test_batch_norm_schema_still_hides_its_writes
+// shows the schema still hides them.
+bool redirectedBatchNorm(const c10::OperatorHandle& op,
+                         torch::jit::Stack* stack) {
+  if (op.schema().name() != "aten::native_batch_norm" ||
+      !op.schema().overload_name().empty()) {
+    return false;
+  }
+  auto args = torch::jit::last(*stack, 8);
+  if (!args[3].isTensor() || !args[4].isTensor() || !args[5].toBool()) {
+    return false;  // nothing to update
+  }
+  static const c10::OperatorHandle legit =
+      c10::Dispatcher::singleton().findSchemaOrThrow(
+          "aten::_native_batch_norm_legit", "");
+  legit.callBoxed(stack);
+  return true;
+}
+
+}  // namespace
+
 void cpuFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  if (redirectedBatchNorm(op, stack)) {
+    return;
+  }
   noteFallback(op);
   // Note [Device misuse] in src/emulate/Aliases.cpp: the copies would hide what
   // the device would refuse.

@@ -147,29 +147,49 @@ def second_backend(tmp_path_factory):
     under a lock in the run's shared temporary directory, the others wait
     for it. A failed build is remembered, so that it fails every asker
     without being built again."""
-    from filelock import FileLock
-
     from init_backend import ACCGEN, PREFIX, build_init_backend
 
     if not ACCGEN or not PREFIX:
         pytest.skip("set ACCGEN_BIN and ACCGEN_PREFIX (scripts/test.sh does) "
                     "to build an init-generated backend")
+    return _built_once(tmp_path_factory, "init", build_init_backend)
+
+
+def _built_once(tmp_path_factory, name, build):
+    """`build(work)` once per test run, in the run's shared temporary
+    directory under a lock, for every test worker; returns work/site. A
+    failed build is remembered, so that it fails every asker without being
+    built again."""
+    from filelock import FileLock
+
     shared = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         shared = shared.parent
-    work = shared / "init"
-    failed = shared / "init.failed"
-    with FileLock(str(shared / "init.lock")):
+    work = shared / name
+    failed = shared / f"{name}.failed"
+    with FileLock(str(shared / f"{name}.lock")):
         if failed.exists():
             pytest.fail(failed.read_text(), pytrace=False)
         if not (work / "site").is_dir():
             work.mkdir(exist_ok=True)
             try:
-                build_init_backend(work)
+                build(work)
             except BaseException as error:
-                failed.write_text(f"building the init backend failed: {error}")
+                failed.write_text(f"building the {name} backend failed: {error}")
                 raise
     return work / "site"
+
+
+@pytest.fixture(scope="session")
+def remote_backend(tmp_path_factory):
+    """The example ported to the remote driver (examples/remote), built
+    once per test run and shared by the test workers (remote_backend.py)."""
+    from remote_backend import build_remote_backend
+
+    if not os.environ.get("ACCGEN_BIN") or not os.environ.get("ACCGEN_PREFIX"):
+        pytest.skip("set ACCGEN_BIN and ACCGEN_PREFIX (scripts/test.sh does) "
+                    "to build the remote backend")
+    return _built_once(tmp_path_factory, "remote", build_remote_backend)
 
 
 @pytest.fixture(scope="session")

@@ -226,6 +226,17 @@ void DeviceCopies::launch() {
   if (copies_.empty()) {
     return;
   }
+  if (C10_UNLIKELY(!hostComputes())) {
+    // Note [Host access]: the driver's copies, which consume pageable
+    // memory before they return.
+    for (const Copy& copy : copies_) {
+      ACCGEN_CHECK(accMemcpyAsync(copy.device_data, copy.host.const_data_ptr(),
+                                  copy.nbytes, accMemcpyHostToDevice,
+                                  currentNativeStream()));
+    }
+    copies_.clear();
+    return;
+  }
   c10::SmallVector<const void*, 4> buffers;
   for (const Copy& copy : copies_) {
     buffers.push_back(copy.device_data);
@@ -252,6 +263,11 @@ at::Tensor HostViews::operator()(const at::Tensor& device_tensor) {
               "at least two devices, ",
               c10::Device(kDeviceType, device_), " and ",
               device_tensor.device(), "!");
+  if (C10_UNLIKELY(!hostComputes())) {
+    at::Tensor host = device_tensor.cpu();
+    copies_.push_back({device_tensor, host, host.clone()});
+    return host;
+  }
   if (const void* data = device_tensor.storage().data(); data != nullptr) {
     buffers_.push_back(data);
   }
@@ -267,6 +283,17 @@ std::optional<at::Tensor> HostViews::operator()(
 }
 
 void HostViews::run(c10::function_ref<void()> fn) const {
+  if (C10_UNLIKELY(!hostComputes())) {
+    fn();
+    // What the code wrote goes back. Kernels run below autograd, where
+    // in-place writes move no version counter: the bytes tell.
+    for (const Copied& copied : copies_) {
+      if (!copied.host.equal(copied.before)) {
+        at::Tensor(copied.device).copy_(copied.host);
+      }
+    }
+    return;
+  }
   runOnDevice(device().index(), buffers_, fn);
 }
 

@@ -419,6 +419,10 @@ Rule& ruleOf(const c10::OperatorHandle& op) {
 }
 
 void runStack(Rule& rule, torch::jit::Stack* stack) {
+  if (C10_UNLIKELY(!hostComputes())) {
+    runWithoutHostAccess(rule.op, stack);  // Note [Host access]
+    return;
+  }
   StackCall call(rule, stack);
   run(rule, call);
 }

@@ -18,6 +18,11 @@
     !defined(ACCGEN_AUTOCAST)
 #error "accgen_config.h must define every ACCGEN_* setting; regenerate it"
 #endif
+// Optional: configurations generated before the setting existed leave it
+// out.
+#ifndef ACCGEN_HOST_COPIES
+#define ACCGEN_HOST_COPIES 0
+#endif
 
 /// Whether the torch the runtime is compiled against is release major.minor
 /// or newer. Note [Torch versions]: a difference between torch releases is
@@ -51,5 +56,11 @@ inline constexpr bool kPinnedMemory = ACCGEN_PINNED_MEMORY != 0;
 
 /// features.autocast: torch.autocast("<name>") is offered.
 inline constexpr bool kAutocast = ACCGEN_AUTOCAST != 0;
+
+/// features.host_copies: on a device whose memory the host cannot address,
+/// the operators that compute on the host (kind emulate, the emulate
+/// fallback) run through the CPU fallback, copying their arguments (Note
+/// [Host access] in Driver.cpp); without it they are refused.
+inline constexpr bool kHostCopies = ACCGEN_HOST_COPIES != 0;
 
 }  // namespace accgen::runtime

@@ -110,7 +110,9 @@ void runOnDevice(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
 /// (`views(t)`) gives its host alias and records its allocation; run()
 /// runs the code as a kernel on their device's current stream with access
 /// to exactly those allocations, and waits for it (runOnDevice). Undefined
-/// tensors and nullopt pass through.
+/// tensors and nullopt pass through. Where the host cannot address device
+/// memory (Note [Host access]), a view is a host copy instead, and run()
+/// copies back each one whose bytes the code changed.
 class HostViews {
  public:
   at::Tensor operator()(const at::Tensor& device_tensor);
@@ -123,7 +125,13 @@ class HostViews {
   c10::Device device() const;
 
  private:
+  struct Copied {
+    at::Tensor device;
+    at::Tensor host;
+    at::Tensor before;  // the host copy as it came
+  };
   std::vector<const void*> buffers_;
+  std::vector<Copied> copies_;
   c10::DeviceIndex device_ = -1;
 };
 

@@ -9,17 +9,23 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include <accgen/driver.h>
 
 #include "accgen/runtime/Config.h"
 
 #include <ATen/core/Tensor.h>
+#include <ATen/core/stack.h>
 #include <c10/core/Device.h>
 #include <c10/core/Stream.h>
 
 namespace c10 {
 class DataPtr;
+class OperatorHandle;
 struct Allocator;
 struct DeviceAllocator;
 struct StorageImpl;
@@ -111,6 +117,42 @@ void beginAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t pool,
                          unsigned long long capture_id);
 void endAllocateToPool(c10::DeviceIndex device, unsigned long long capture_id);
 void releasePool(c10::DeviceIndex device, c10::MempoolId_t pool);
+
+/// Note [Host access] (Driver.cpp): whether CPU code may run on device
+/// memory through host aliases, which is what the driver says of device 0
+/// (accDevAttrHostAddressable). One relaxed load after the first call.
+bool hostComputes() noexcept;
+
+/// What runs instead of CPU code on host aliases where hostComputes() is
+/// false: `op` through the CPU fallback, copying its arguments, when the
+/// backend enables features.host_copies; otherwise an error naming `op`
+/// and what to do.
+void runWithoutHostAccess(const c10::OperatorHandle& op,
+                          torch::jit::Stack* stack);
+
+/// The device function `name` of the backend's device module (its
+/// DEVICE_SOURCES, lib<core>_device.so beside the core library), loaded on
+/// first use. Raises if the backend has no device module or the module no
+/// such function.
+accFunction_t deviceFunction(const char* name);
+
+/// Launches the device function `name` on the current stream of the
+/// current device with the `size` bytes of its argument block, and counts
+/// the launch (deviceFunctionCounts).
+void launchDeviceFunction(const char* name, const void* args, std::size_t size);
+
+/// launchDeviceFunction with a typed argument block, laid out as the
+/// device code reads it.
+template <class Args>
+void launchDeviceFunction(const char* name, const Args& args) {
+  static_assert(std::is_trivially_copyable_v<Args>,
+                "an argument block is copied as bytes");
+  launchDeviceFunction(name, &args, sizeof(args));
+}
+
+/// How often each device function was launched in this process, by name:
+/// with fallbackCounts(), where each operator ran.
+std::vector<std::pair<std::string, int64_t>> deviceFunctionCounts();
 
 /// Whether a graph capture is in progress anywhere (Graph.cpp): one relaxed
 /// atomic load.

@@ -475,6 +475,13 @@ struct TypedKernel;
 template <class Op, auto Shape, class R, class... Args>
 struct TypedKernel<Op, Shape, R(Args...)> {
   static R call(Args... args) {
+    if (C10_UNLIKELY(!hostComputes())) {
+      // Note [Host access] (Driver.cpp): boxed, through the CPU fallback.
+      static const auto typed = handleOf<Op>().template typed<R(Args...)>();
+      return c10::impl::BoxedKernelWrapper<R(Args...)>::call(
+          c10::BoxedKernel::makeFromFunction<&runWithoutHostAccess>(), typed,
+          c10::DispatchKeySet(), std::forward<Args>(args)...);
+    }
     static Rule& rule = typedRule(handleOf<Op>(), kHasShape<Shape>);
     static constexpr TypedOps kOps{&shapes,     &runCpu,      &runCpuOut,
                                    &mapResults, &takeResults, &takeArguments,
