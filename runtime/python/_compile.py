@@ -5,7 +5,8 @@ This file is accgen's runtime, not generated: each backend's wheel carries it
 as ``<package>/_compile.py``. The device module calls ``install()`` when the
 package registers the device.
 
-How a device graph compiles (Note [Compiled kernels on the device]): Inductor
+How a device graph compiles (Note [Compiled kernels on the device]), where
+the host addresses device memory (the emulator): Inductor
 lowers it with its C++ CPU code generation (``CppScheduling``), since the
 emulated device's memory is host memory. The Python wrapper it generates calls
 each fused C++ kernel through the backend's ``_C._launch_compiled``, which runs
@@ -13,6 +14,11 @@ the kernel as device work: on the current stream, after the work queued there,
 with access to exactly the allocations of its tensor arguments, while the
 calling thread waits without the GIL. Extern kernels (``mm``, convolution,
 attention) and fallbacks are ordinary operator calls on the device.
+
+Where the host cannot address device memory (the remote driver, most
+accelerators), Inductor's CPU code cannot run on it: AOT Autograd traces the
+graph to ATen operators and they run through the device's own kernels and
+fallbacks (compile_path() says which way a process compiled).
 
 What a vendor changes for real hardware is ``Scheduling`` and
 ``WrapperCodegen`` below: their own kernel code generation and the wrapper
@@ -339,6 +345,49 @@ def _on_device(graph: Any, example_inputs: Any) -> bool:
     return False
 
 
+# Which way device graphs compile in this process (compile_path()).
+_path: Optional[str] = None
+
+
+def _note_path(path: str) -> None:
+    global _path
+    if _path != path:
+        _path = path
+        import logging
+
+        logging.getLogger(f"{_PACKAGE}.compile").info(
+            "torch.compile on %s: %s", _DEVICE_TYPE, _PATHS[path])
+
+
+_PATHS = {
+    "inductor": "Inductor's C++ code generation, its kernels launched as "
+                "device work (the host addresses device memory)",
+    "aot_eager": "AOT Autograd graphs run through the device's own operators "
+                 "(the host cannot address device memory, so Inductor's CPU "
+                 "code cannot run on it)",
+}
+
+
+def compile_path() -> Optional[str]:
+    """How torch.compile compiled the device's graphs in this process:
+    "inductor" (Inductor's C++ code generation; the emulator), "aot_eager"
+    (graphs traced by AOT Autograd and run through the device's operators,
+    where the host cannot address device memory), or None before the first
+    device graph."""
+    return _path
+
+
+def _without_host_access(model: Any, example_inputs: Any) -> Any:
+    # Note [Host access] (runtime/src/Driver.cpp): Inductor's C++ kernels
+    # would compute on device memory from the host. The graph is traced to
+    # ATen operators with their decompositions, as Inductor's would be, and
+    # runs through the device's own kernels and fallbacks.
+    from torch._dynamo.backends.registry import lookup_backend
+
+    _note_path("aot_eager")
+    return lookup_backend("aot_eager")(model, example_inputs)
+
+
 def _wrap_compile_fx(compile_fx_module: Any) -> None:
     # Device graphs compile with settings of their own, checked and applied in
     # one place: Inductor's entry point, which torch.compile, the Dynamo
@@ -360,6 +409,9 @@ def _wrap_compile_fx(compile_fx_module: Any) -> None:
         def setting(name: str) -> Any:
             return patches[name] if name in patches else operator.attrgetter(name)(config)
 
+        if not _dev.host_addressable():
+            return _without_host_access(model_, example_inputs_)
+        _note_path("inductor")
         if V.aot_compilation:
             raise _cpp_wrapper_unsupported(aot=True)
         if setting("triton.cudagraphs"):

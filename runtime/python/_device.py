@@ -29,6 +29,7 @@ __all__ = [
     "Event",
     "Stream",
     "StreamContext",
+    "compile_path",
     "current_device",
     "current_stream",
     "default_stream",
@@ -614,6 +615,14 @@ def device_function_counts() -> dict[str, int]:
     launched in this process, by name. With fallback_counts(), where the
     operators ran: on the device's own code or on the CPU."""
     return dict(sorted(_C._device_function_counts().items()))
+
+
+def compile_path():
+    """How torch.compile compiles the device's graphs in this process
+    ("inductor" or "aot_eager"; None before the first): _compile.py."""
+    from . import _compile
+
+    return _compile.compile_path()
 
 
 def host_addressable() -> bool:

@@ -14,6 +14,7 @@
 
 #include "accgen/runtime/Emulate.h"
 #include "accgen/runtime/Runtime.h"
+#include "emulate/Engine.h"
 
 namespace accgen::runtime {
 namespace {
@@ -113,6 +114,15 @@ bool redirectedBatchNorm(const c10::OperatorHandle& op,
 
 void cpuFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (redirectedBatchNorm(op, stack)) {
+    return;
+  }
+  // A view shares its argument's storage, which a copy to the host cannot
+  // give it; it reads no data, so the emulation engine makes it on host
+  // aliases of the device tensors, even where the host cannot address
+  // device memory (Note [Host access]).
+  emulate::detail::Rule& rule = emulate::detail::ruleOf(op);
+  if (rule.results == emulate::detail::Rule::Results::kViews) {
+    emulate::detail::runStack(rule, stack);
     return;
   }
   noteFallback(op);

@@ -17,6 +17,8 @@
 // one launched once the group has seen the failure raises at its call.
 #include <accgen/collectives.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -34,6 +36,7 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include "Internal.h"
+#include "accgen/runtime/Runtime.h"
 
 namespace accgen::gloo_collectives {
 
@@ -289,19 +292,142 @@ void checkSentSignature(c10d::Backend& gloo, const Signature& sig) {
 
 enum class Role { Collective, Send, Recv };
 
+std::size_t bytesOf(std::size_t count, accDataType_t type) {
+  return count * c10::elementSize(scalarType(type));
+}
+
+// Note [Staged collectives]
+// Where the host cannot address device memory (Note [Host access] in
+// Driver.cpp), Gloo cannot view the device buffers in place. Each buffer of
+// a collective is then staged through pinned host memory on the
+// collective's stream: the bytes it reads are copied there first, Gloo
+// runs over the pinned copies, and the bytes it writes are copied back,
+// all in stream order; the pinned memory goes once the stream is past the
+// last copy. Only the driver's copies touch device memory, so this serves
+// any driver.
+
+/// A device buffer of a collective: its bytes, and whether the collective
+/// reads and writes them.
+struct Region {
+  const void* device;
+  std::size_t bytes;
+  bool read;
+  bool written;
+};
+
+/// Where a collective's body finds its buffers: the device buffers
+/// themselves, or their pinned copies (Note [Staged collectives]).
+class Staged {
+ public:
+  Staged() = default;
+  Staged(const Staged&) = delete;
+  Staged& operator=(const Staged&) = delete;
+  ~Staged() {
+    for (const Copy& copy : copies_) {
+      (void)accFreeHost(copy.host);
+    }
+  }
+
+  /// The pointer the body uses for `device` (a pointer into a region).
+  void* operator()(const void* device) const {
+    const auto* address = static_cast<const std::byte*>(device);
+    for (const Copy& copy : copies_) {
+      const auto* base = static_cast<const std::byte*>(copy.region.device);
+      if (address >= base && address <= base + copy.region.bytes) {
+        return static_cast<std::byte*>(copy.host) + (address - base);
+      }
+    }
+    return const_cast<void*>(device);
+  }
+
+  /// Pinned copies of `regions` (one per device buffer), the bytes read
+  /// copied in on `stream`.
+  accError_t stageIn(std::initializer_list<Region> regions,
+                     accStream_t stream) {
+    for (const Region& region : regions) {
+      if (region.device == nullptr || region.bytes == 0) {
+        continue;
+      }
+      Copy* same = nullptr;
+      for (Copy& copy : copies_) {
+        if (copy.region.device == region.device) {
+          same = &copy;
+        }
+      }
+      if (same != nullptr) {  // in place: one buffer, read and written
+        same->region.bytes = std::max(same->region.bytes, region.bytes);
+        same->region.read |= region.read;
+        same->region.written |= region.written;
+      } else {
+        copies_.push_back({region, nullptr});
+      }
+    }
+    for (Copy& copy : copies_) {
+      if (accError_t e = accMallocHost(&copy.host, copy.region.bytes);
+          e != accSuccess) {
+        return e;
+      }
+      if (copy.region.read) {
+        if (accError_t e =
+                accMemcpyAsync(copy.host, copy.region.device, copy.region.bytes,
+                               accMemcpyDeviceToHost, stream);
+            e != accSuccess) {
+          return e;
+        }
+      }
+    }
+    return accSuccess;
+  }
+
+  /// The buffers the collective's kernel touches: the pinned copies.
+  std::vector<const void*> hostBuffers() const {
+    std::vector<const void*> buffers;
+    for (const Copy& copy : copies_) {
+      buffers.push_back(copy.host);
+    }
+    return buffers;
+  }
+
+  /// Copies the bytes written back to the device, on `stream`.
+  accError_t stageOut(accStream_t stream) const {
+    for (const Copy& copy : copies_) {
+      if (copy.region.written) {
+        if (accError_t e = accMemcpyAsync(const_cast<void*>(copy.region.device),
+                                          copy.host, copy.region.bytes,
+                                          accMemcpyHostToDevice, stream);
+            e != accSuccess) {
+          return e;
+        }
+      }
+    }
+    return accSuccess;
+  }
+
+ private:
+  struct Copy {
+    Region region;
+    void* host;
+  };
+  std::vector<Copy> copies_;
+};
+
+using Body = std::function<void(c10d::Backend&, const Staged&)>;
+
 struct Collective {
   std::shared_ptr<CommState> state;
   Role role;
   Signature signature;
-  std::function<void(c10d::Backend&)> body;
+  Body body;
+  std::shared_ptr<Staged> staged;
 };
 
-/// Queues `body` on `stream` with access to `buffers`, after the ranks
-/// agreed on `signature` (Note [Ranks that disagree]).
+/// Queues `body` on `stream` with access to `regions`, after the ranks
+/// agreed on `signature` (Note [Ranks that disagree]); through pinned
+/// copies of the regions where the host cannot address them (Note [Staged
+/// collectives]).
 accError_t launch(accComm_t comm, accStream_t stream,
-                  std::initializer_list<const void*> buffers, Role role,
-                  Signature signature,
-                  std::function<void(c10d::Backend&)> body) {
+                  std::initializer_list<Region> regions, Role role,
+                  Signature signature, Body body) {
   if (comm == nullptr) {
     return accErrorInvalidHandle;
   }
@@ -311,7 +437,7 @@ accError_t launch(accComm_t comm, accStream_t stream,
     // waits for it. The check reports a disagreement as the
     // communicator's error, and the collective then does nothing.
     auto check = std::make_unique<Collective>(
-        Collective{comm->state, role, signature, {}});
+        Collective{comm->state, role, signature, {}, nullptr});
     const accError_t queued = accLaunchKernelEx(
         shared.check_stream,
         [](void* data) {
@@ -349,9 +475,21 @@ accError_t launch(accComm_t comm, accStream_t stream,
       return ordered;
     }
   }
-  auto collective = std::make_unique<Collective>(
-      Collective{comm->state, role, std::move(signature), std::move(body)});
-  const std::vector<const void*> touched(buffers);
+  auto staged = std::make_shared<Staged>();
+  std::vector<const void*> touched;
+  const bool staging = !::accgen::runtime::hostComputes();
+  if (staging) {
+    if (accError_t e = staged->stageIn(regions, stream); e != accSuccess) {
+      return e;
+    }
+    touched = staged->hostBuffers();
+  } else {
+    for (const Region& region : regions) {
+      touched.push_back(region.device);
+    }
+  }
+  auto collective = std::make_unique<Collective>(Collective{
+      comm->state, role, std::move(signature), std::move(body), staged});
   const accError_t launched = accLaunchKernelEx(
       stream,
       [](void* data) {
@@ -373,7 +511,7 @@ accError_t launch(accComm_t comm, accStream_t stream,
               checkSentSignature(*state.gloo, owned->signature);
               break;
           }
-          owned->body(*state.gloo);
+          owned->body(*state.gloo, *owned->staged);
         } catch (const c10::Error& error) {
           state.fail(error.what_without_backtrace());
         } catch (const std::exception& error) {
@@ -385,10 +523,22 @@ accError_t launch(accComm_t comm, accStream_t stream,
       collective.get(), touched.data(), touched.size(),
       // It waits for the other ranks: never on the launching thread.
       accLaunchWaitsOutside);
-  if (launched == accSuccess) {
-    (void)collective.release();  // the queued kernel owns it now
+  if (launched != accSuccess) {
+    return launched;
   }
-  return launched;
+  (void)collective.release();  // the queued kernel owns it now
+  if (!staging) {
+    return accSuccess;
+  }
+  if (accError_t e = staged->stageOut(stream); e != accSuccess) {
+    return e;
+  }
+  // The pinned copies go once the stream is past the copies back.
+  return accLaunchKernelOwned(
+      stream, [](void*) { return accSuccess; },
+      new std::shared_ptr<Staged>(std::move(staged)),
+      [](void* data) { delete static_cast<std::shared_ptr<Staged>*>(data); },
+      nullptr, 0);
 }
 
 }  // namespace
@@ -405,9 +555,11 @@ accError_t pointToPoint(void* buffer, size_t count, accDataType_t datatype,
   }
   const Signature signature{
       Kind::SendRecv, static_cast<int64_t>(count), datatype, peer, {}, {}};
+  const bool send = role == Role::Send;
   return launch(
-      comm, stream, {buffer}, role, signature, [=](c10d::Backend& gloo) {
-        std::vector<at::Tensor> tensors{view(buffer, count, datatype)};
+      comm, stream, {{buffer, bytesOf(count, datatype), send, !send}}, role,
+      signature, [=](c10d::Backend& gloo, const Staged& at) {
+        std::vector<at::Tensor> tensors{view(at(buffer), count, datatype)};
         if (role == Role::Send) {
           gloo.send(tensors, peer, 0)->wait();
         } else {
@@ -482,12 +634,14 @@ accError_t accAllReduce(const void* sendbuf, void* recvbuf, size_t count,
   }
   const Signature signature{
       Kind::AllReduce, static_cast<int64_t>(count), datatype, op, {}, {}};
+  const std::size_t bytes = bytesOf(count, datatype);
   return launch(
-      comm, stream, {sendbuf, recvbuf}, Role::Collective, signature,
-      [=](c10d::Backend& gloo) {
-        std::vector<at::Tensor> tensors{view(recvbuf, count, datatype)};
+      comm, stream,
+      {{sendbuf, bytes, true, false}, {recvbuf, bytes, false, true}},
+      Role::Collective, signature, [=](c10d::Backend& gloo, const Staged& at) {
+        std::vector<at::Tensor> tensors{view(at(recvbuf), count, datatype)};
         if (sendbuf != recvbuf) {
-          tensors[0].copy_(view(sendbuf, count, datatype));
+          tensors[0].copy_(view(at(sendbuf), count, datatype));
         }
         c10d::AllreduceOptions options;
         options.reduceOp = reduceOp(op);
@@ -505,12 +659,15 @@ accError_t accBroadcast(const void* sendbuf, void* recvbuf, size_t count,
   const int rank = comm->state->rank;
   const Signature signature{
       Kind::Broadcast, static_cast<int64_t>(count), datatype, root, {}, {}};
+  const std::size_t bytes = bytesOf(count, datatype);
   return launch(
-      comm, stream, {sendbuf, recvbuf}, Role::Collective, signature,
-      [=](c10d::Backend& gloo) {
-        std::vector<at::Tensor> tensors{view(recvbuf, count, datatype)};
+      comm, stream,
+      {{rank == root ? sendbuf : nullptr, bytes, true, false},
+       {recvbuf, bytes, false, true}},
+      Role::Collective, signature, [=](c10d::Backend& gloo, const Staged& at) {
+        std::vector<at::Tensor> tensors{view(at(recvbuf), count, datatype)};
         if (rank == root && sendbuf != recvbuf) {
-          tensors[0].copy_(view(sendbuf, count, datatype));
+          tensors[0].copy_(view(at(sendbuf), count, datatype));
         }
         c10d::BroadcastOptions options;
         options.rootRank = root;
@@ -527,12 +684,15 @@ accError_t accAllGather(const void* sendbuf, void* recvbuf, size_t sendcount,
   const auto size = static_cast<std::size_t>(comm->state->size);
   const Signature signature{
       Kind::AllGather, static_cast<int64_t>(sendcount), datatype, 0, {}, {}};
-  return launch(comm, stream, {sendbuf, recvbuf}, Role::Collective, signature,
-                [=](c10d::Backend& gloo) {
-                  at::Tensor output = view(recvbuf, sendcount * size, datatype);
-                  at::Tensor input = view(sendbuf, sendcount, datatype);
-                  gloo._allgather_base(output, input)->wait();
-                });
+  return launch(
+      comm, stream,
+      {{sendbuf, bytesOf(sendcount, datatype), true, false},
+       {recvbuf, bytesOf(sendcount * size, datatype), false, true}},
+      Role::Collective, signature, [=](c10d::Backend& gloo, const Staged& at) {
+        at::Tensor output = view(at(recvbuf), sendcount * size, datatype);
+        at::Tensor input = view(at(sendbuf), sendcount, datatype);
+        gloo._allgather_base(output, input)->wait();
+      });
 }
 
 accError_t accReduceScatter(const void* sendbuf, void* recvbuf,
@@ -548,14 +708,17 @@ accError_t accReduceScatter(const void* sendbuf, void* recvbuf,
                             op,
                             {},
                             {}};
-  return launch(comm, stream, {sendbuf, recvbuf}, Role::Collective, signature,
-                [=](c10d::Backend& gloo) {
-                  at::Tensor output = view(recvbuf, recvcount, datatype);
-                  at::Tensor input = view(sendbuf, recvcount * size, datatype);
-                  c10d::ReduceScatterOptions options;
-                  options.reduceOp = reduceOp(op);
-                  gloo._reduce_scatter_base(output, input, options)->wait();
-                });
+  return launch(
+      comm, stream,
+      {{sendbuf, bytesOf(recvcount * size, datatype), true, false},
+       {recvbuf, bytesOf(recvcount, datatype), false, true}},
+      Role::Collective, signature, [=](c10d::Backend& gloo, const Staged& at) {
+        at::Tensor output = view(at(recvbuf), recvcount, datatype);
+        at::Tensor input = view(at(sendbuf), recvcount * size, datatype);
+        c10d::ReduceScatterOptions options;
+        options.reduceOp = reduceOp(op);
+        gloo._reduce_scatter_base(output, input, options)->wait();
+      });
 }
 
 accError_t accAllToAllv(const void* sendbuf, const size_t* sendcounts,
@@ -577,9 +740,19 @@ accError_t accAllToAllv(const void* sendbuf, const size_t* sendcounts,
   Signature signature{Kind::AllToAll, 0, datatype, 0, {}, {}};
   signature.send_counts.assign(sendcounts, sendcounts + size);
   signature.recv_counts.assign(recvcounts, recvcounts + size);
+  // Each buffer's extent: its last chunk's end.
+  std::size_t send_end = 0;
+  std::size_t recv_end = 0;
+  for (std::size_t r = 0; r < size; ++r) {
+    send_end = std::max(send_end, sdispls[r] + sendcounts[r]);
+    recv_end = std::max(recv_end, rdispls[r] + recvcounts[r]);
+  }
   return launch(
-      comm, stream, {sendbuf, recvbuf}, Role::Collective, std::move(signature),
-      [=](c10d::Backend& gloo) {
+      comm, stream,
+      {{sendbuf, bytesOf(send_end, datatype), true, false},
+       {recvbuf, bytesOf(recv_end, datatype), false, true}},
+      Role::Collective, std::move(signature),
+      [=](c10d::Backend& gloo, const Staged& at) {
         const auto chunks = [&](const void* data, std::size_t counts,
                                 std::size_t displs,
                                 std::vector<int64_t>& splits) {
@@ -614,14 +787,14 @@ accError_t accAllToAllv(const void* sendbuf, const size_t* sendcounts,
         std::vector<int64_t> send_splits;
         std::vector<int64_t> recv_splits;
         const std::vector<at::Tensor> send_parts =
-            chunks(sendbuf, 0, 1, send_splits);
+            chunks(at(sendbuf), 0, 1, send_splits);
         const std::vector<at::Tensor> recv_parts =
-            chunks(recvbuf, 2, 3, recv_splits);
+            chunks(at(recvbuf), 2, 3, recv_splits);
         const bool recv_packed = packed(2, 3);
         at::Tensor input =
-            packed(0, 1) ? whole(sendbuf, 0) : at::cat(send_parts);
+            packed(0, 1) ? whole(at(sendbuf), 0) : at::cat(send_parts);
         at::Tensor output =
-            recv_packed ? whole(recvbuf, 2) : at::cat(recv_parts);
+            recv_packed ? whole(at(recvbuf), 2) : at::cat(recv_parts);
         // alltoall_base may move from its split arguments: give it copies.
         std::vector<int64_t> output_splits = recv_splits;
         std::vector<int64_t> input_splits = send_splits;

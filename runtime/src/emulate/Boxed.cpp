@@ -419,7 +419,7 @@ Rule& ruleOf(const c10::OperatorHandle& op) {
 }
 
 void runStack(Rule& rule, torch::jit::Stack* stack) {
-  if (C10_UNLIKELY(!hostComputes())) {
+  if (C10_UNLIKELY(!runsOnHostAliases(rule))) {
     runWithoutHostAccess(rule.op, stack);  // Note [Host access]
     return;
   }

@@ -261,4 +261,8 @@ Rule& typedRule(const c10::OperatorHandle& op, bool has_shape_function) {
   return *new Rule(op, has_shape_function);
 }
 
+bool runsOnHostAliases(const Rule& rule) noexcept {
+  return hostComputes() || rule.results == Rule::Results::kViews;
+}
+
 }  // namespace accgen::runtime::emulate::detail

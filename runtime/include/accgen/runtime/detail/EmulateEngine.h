@@ -227,6 +227,11 @@ struct Rule;
 /// brings the operator's C++ shape function.
 Rule& typedRule(const c10::OperatorHandle& op, bool has_shape_function);
 
+/// Whether the engine runs `rule`'s operator through host aliases: always
+/// where the host computes, and for views (which read no data) everywhere
+/// (Note [Host access]).
+bool runsOnHostAliases(const Rule& rule) noexcept;
+
 // Note [Two argument representations]
 // The engine runs one algorithm (run, in src/emulate/Engine.cpp) over one
 // call's arguments, whatever their representation: a stack of IValues
@@ -475,14 +480,14 @@ struct TypedKernel;
 template <class Op, auto Shape, class R, class... Args>
 struct TypedKernel<Op, Shape, R(Args...)> {
   static R call(Args... args) {
-    if (C10_UNLIKELY(!hostComputes())) {
+    static Rule& rule = typedRule(handleOf<Op>(), kHasShape<Shape>);
+    if (C10_UNLIKELY(!runsOnHostAliases(rule))) {
       // Note [Host access] (Driver.cpp): boxed, through the CPU fallback.
       static const auto typed = handleOf<Op>().template typed<R(Args...)>();
       return c10::impl::BoxedKernelWrapper<R(Args...)>::call(
           c10::BoxedKernel::makeFromFunction<&runWithoutHostAccess>(), typed,
           c10::DispatchKeySet(), std::forward<Args>(args)...);
     }
-    static Rule& rule = typedRule(handleOf<Op>(), kHasShape<Shape>);
     static constexpr TypedOps kOps{&shapes,     &runCpu,      &runCpuOut,
                                    &mapResults, &takeResults, &takeArguments,
                                    &box};
