@@ -6,7 +6,8 @@
 #   scripts/test_emulator_sanitizers.sh [asan|tsan|all] [-- gtest args...]
 #
 # The generator is not built (ACCGEN_BUILD_GENERATOR=OFF), only the emulator
-# with emulator_tests, and the runtime's tests (runtime_tests: a backend
+# with emulator_tests, the driver acceptance tests against the emulator and
+# the remote driver, and the runtime's tests (runtime_tests: a backend
 # compiled from the runtime's sources, driven through libtorch from many
 # threads). The death tests that expect SIGSEGV from a host access
 # to device memory accept the sanitizer's own SEGV report instead of the
@@ -33,7 +34,8 @@ run_one() {
     -DACCGEN_BUILD_BENCH=OFF \
     -DACCGEN_SANITIZE="$sanitize" >/dev/null
   echo "== $name: build"
-  cmake --build "$build" --target emulator_tests runtime_tests -j "$jobs"
+  cmake --build "$build" --target emulator_tests runtime_tests \
+    driver_tests_emulator driver_tests_remote -j "$jobs"
   echo "== $name: run"
   # halt_on_error everywhere: a report fails the suite instead of scrolling by.
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=1:strict_init_order=1} \
@@ -41,6 +43,16 @@ run_one() {
   TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
   ACCGEN_EMU_PROTECT=${ACCGEN_EMU_PROTECT:-1} \
     "$build/bin/emulator_tests" "${gtest_args[@]}"
+  # The driver acceptance tests, against both drivers (the remote driver's
+  # device process is built with the same sanitizer).
+  echo "== $name: drivers"
+  for driver in emulator remote; do
+    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+    UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
+    TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
+    ACCGEN_EMU_PROTECT=${ACCGEN_EMU_PROTECT:-1} \
+      "$build/bin/driver_tests_$driver"
+  done
   # The runtime's shared paths (streams, allocator, events, generators) from
   # many threads at once, and the allocator tests; torch itself is not
   # instrumented, so leak checking stays off here.

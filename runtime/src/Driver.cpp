@@ -75,6 +75,7 @@ void initDriver() noexcept {
   (void)initialized;
 }
 
+// --8<-- [start:host-access]
 // Note [Host access]
 // Everything the runtime runs as CPU code over device memory (the emulation
 // engine's host aliases: `emulate` entries, the emulate fallback,
@@ -89,6 +90,7 @@ void initDriver() noexcept {
 // written back once changed, the copy kernel stages through the host, and
 // host results land with the driver's copies.
 // Nothing else in the runtime reads or writes device memory from the host.
+// --8<-- [end:host-access]
 bool hostComputes() noexcept {
   static const bool computes = [] {
     initDriver();
@@ -102,6 +104,15 @@ bool hostComputes() noexcept {
     return value != 0;
   }();
   return computes;
+}
+
+void requireHostAccess(const char* what) {
+  TORCH_CHECK(hostComputes(), kDeviceName, ": ", what,
+              " runs as CPU code over device memory, but the host cannot "
+              "address this driver's device memory "
+              "(accDevAttrHostAddressable is 0). Write a kernel for the "
+              "operator (kind: kernel) or run it on the CPU (kind: "
+              "fallback).");
 }
 
 void runWithoutHostAccess(const c10::OperatorHandle& op,

@@ -82,19 +82,17 @@ accError_t accDeviceGetAttribute(int* value, accDeviceAttr attribute,
   if (value == nullptr) {
     return accErrorInvalidValue;
   }
-  int count = 0;
-  if (accError_t error = accGetDeviceCount(&count); error != accSuccess) {
-    return error;
-  }
-  if (device < 0 || device >= count) {
-    return accErrorInvalidDevice;
-  }
-  switch (attribute) {
-    case accDevAttrHostAddressable:
-      *value = 1;
-      return accSuccess;
-  }
-  return accErrorInvalidValue;
+  return accgen::emulator::guarded([&](accgen::emulator::Runtime& rt) {
+    if (!rt.validDevice(device)) {
+      return accErrorInvalidDevice;
+    }
+    switch (attribute) {
+      case accDevAttrHostAddressable:
+        *value = rt.config().host_addressable ? 1 : 0;  // Config
+        return accSuccess;
+    }
+    return accErrorInvalidValue;
+  });
 }
 
 accError_t accModuleLoad(accModule_t* module, const char* path) {

@@ -135,6 +135,10 @@ Config resolveConfig(int device_count_hint, uint64_t memory_hint) {
   if (auto graphs = parseFlag(std::getenv("ACCGEN_EMU_GRAPHS"))) {
     config.graphs = *graphs;
   }
+  if (auto addressable =
+          parseFlag(std::getenv("ACCGEN_EMU_HOST_ADDRESSABLE"))) {
+    config.host_addressable = *addressable;
+  }
   return config;
 }
 

@@ -31,12 +31,16 @@ struct Config {
   /// Stream capture and graphs (accgen/driver.h, "graphs"): off, the
   /// emulator behaves as a driver without them (accErrorNotSupported).
   bool graphs = true;
+  /// accDevAttrHostAddressable: 0 makes the emulator say the host cannot
+  /// address device memory, so that a backend takes the paths of such a
+  /// device (Note [Host access] in the runtime) on the emulator.
+  bool host_addressable = true;
 };
 
 /// Resolves the configuration from accInit's hints (0 keeps the default) and
 /// the environment variables ACCGEN_EMU_DEVICE_COUNT, ACCGEN_EMU_MEMORY_BYTES,
-/// ACCGEN_EMU_PROTECT, ACCGEN_EMU_SPIN_US and ACCGEN_EMU_GRAPHS; invalid
-/// values are ignored.
+/// ACCGEN_EMU_PROTECT, ACCGEN_EMU_SPIN_US, ACCGEN_EMU_GRAPHS and
+/// ACCGEN_EMU_HOST_ADDRESSABLE; invalid values are ignored.
 Config resolveConfig(int device_count_hint, uint64_t memory_hint);
 
 /// A device count in [1, kMaxDeviceCount], plain decimal; nullopt otherwise.

@@ -96,6 +96,24 @@ class Host {
   std::unordered_set<accFunction_t> functions;
   std::map<uint64_t, PinnedBlock> pinned;  // by address
 
+  /// Handles the host hands out (streams, events, modules, functions) are
+  /// live from track() to untrack(); a call checks its handle with has().
+  template <class T>
+  void track(std::unordered_set<T*>& live, T* handle) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    live.insert(handle);
+  }
+  template <class T>
+  bool untrack(std::unordered_set<T*>& live, T* handle) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    return live.erase(handle) == 1;
+  }
+  template <class T>
+  bool has(const std::unordered_set<T*>& live, T* handle) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    return live.count(handle) == 1;
+  }
+
   /// -1 unless `ptr` lies in a device's window.
   int deviceOf(const void* ptr) const {
     const auto address = reinterpret_cast<uint64_t>(ptr);
@@ -367,17 +385,11 @@ accError_t resolve(accStream_t stream, accStream_t& out) {
       return accSuccess;
     }
   }
-  const std::lock_guard<std::mutex> lock(h->mutex);
-  if (h->streams.count(stream) == 0) {
+  if (!h->has(h->streams, stream)) {
     return accErrorInvalidHandle;
   }
   out = stream;
   return accSuccess;
-}
-
-bool liveEvent(Host& h, accEvent_t event) {
-  const std::lock_guard<std::mutex> lock(h.mutex);
-  return h.events.count(event) == 1;
 }
 
 uint64_t address(const void* ptr) {
@@ -441,60 +453,6 @@ accError_t runHostFunction(accStream_t stream, accKernelFn_t fn,
 using namespace accgen::remote;
 
 extern "C" {
-
-const char* accGetErrorString(accError_t error) {
-  switch (error) {
-    case accSuccess:
-      return "no error";
-    case accErrorInvalidValue:
-      return "invalid argument";
-    case accErrorInvalidDevice:
-      return "invalid device ordinal";
-    case accErrorMemoryAllocation:
-      return "out of memory";
-    case accErrorNotReady:
-      return "device not ready";
-    case accErrorInvalidHandle:
-      return "invalid resource handle";
-    case accErrorLaunchFailure:
-      return "unspecified launch failure";
-    case accErrorNotInitialized:
-      return "the driver was used before accInit, or its device process "
-             "could not start";
-    case accErrorStreamCaptureUnsupported:
-      return "operation not permitted when stream is capturing";
-    case accErrorStreamCaptureInvalidated:
-      return "operation failed due to a previous error during capture";
-    case accErrorStreamCaptureUnjoined:
-      return "capture was not joined back to the origin stream";
-    case accErrorNotSupported:
-      return "operation not supported: the host cannot address device "
-             "memory on this driver";
-  }
-  return "unrecognized error code";
-}
-
-const char* accGetErrorName(accError_t error) {
-  switch (error) {
-#define ACC_NAME(e) \
-  case e:           \
-    return #e;
-    ACC_NAME(accSuccess)
-    ACC_NAME(accErrorInvalidValue)
-    ACC_NAME(accErrorInvalidDevice)
-    ACC_NAME(accErrorMemoryAllocation)
-    ACC_NAME(accErrorNotReady)
-    ACC_NAME(accErrorInvalidHandle)
-    ACC_NAME(accErrorLaunchFailure)
-    ACC_NAME(accErrorNotInitialized)
-    ACC_NAME(accErrorStreamCaptureUnsupported)
-    ACC_NAME(accErrorStreamCaptureInvalidated)
-    ACC_NAME(accErrorStreamCaptureUnjoined)
-    ACC_NAME(accErrorNotSupported)
-#undef ACC_NAME
-  }
-  return "accErrorUnknown";
-}
 
 accError_t accInit(const accInitParams* params) {
   Host& h = host();
@@ -872,10 +830,8 @@ accError_t accStreamCreateWithPriority(accStream_t* stream, unsigned flags,
     return error;
   }
   priority = std::clamp(priority, kGreatestPriority, kLeastPriority);
-  auto* created = new accStream_st{reply.value[0], tls_device, priority};
-  const std::lock_guard<std::mutex> lock(h->mutex);
-  h->streams.insert(created);
-  *stream = created;
+  *stream = new accStream_st{reply.value[0], tls_device, priority};
+  h->track(h->streams, *stream);
   return accSuccess;
 }
 
@@ -884,11 +840,8 @@ accError_t accStreamDestroy(accStream_t stream) {
   if (accError_t error = ready(h); error != accSuccess) {
     return error;
   }
-  {
-    const std::lock_guard<std::mutex> lock(h->mutex);
-    if (h->streams.erase(stream) == 0) {
-      return accErrorInvalidHandle;
-    }
+  if (!h->untrack(h->streams, stream)) {
+    return accErrorInvalidHandle;
   }
   const accError_t error =
       send(Op::kStreamDestroy, stream->device, {stream->id});
@@ -925,7 +878,7 @@ accError_t accStreamWaitEvent(accStream_t stream, accEvent_t event,
   if (flags != 0) {
     return accErrorInvalidValue;
   }
-  if (!liveEvent(*h, event)) {
+  if (!h->has(h->events, event)) {
     return accErrorInvalidHandle;
   }
   return send(Op::kStreamWaitEvent, target->device, {target->id, event->id});
@@ -1051,10 +1004,8 @@ accError_t accModuleLoad(accModule_t* module, const char* path) {
       error != accSuccess) {
     return error;
   }
-  auto* loaded = new accModule_st{reply.value[0]};
-  const std::lock_guard<std::mutex> lock(h->mutex);
-  h->modules.insert(loaded);
-  *module = loaded;
+  *module = new accModule_st{reply.value[0]};
+  h->track(h->modules, *module);
   return accSuccess;
 }
 
@@ -1090,11 +1041,8 @@ accError_t accModuleGetFunction(accFunction_t* function, accModule_t module,
   if (accError_t error = ready(h); error != accSuccess) {
     return error;
   }
-  {
-    const std::lock_guard<std::mutex> lock(h->mutex);
-    if (h->modules.count(module) == 0) {
-      return accErrorInvalidHandle;
-    }
+  if (!h->has(h->modules, module)) {
+    return accErrorInvalidHandle;
   }
   Reply reply{};
   if (accError_t error = send(Op::kModuleFunction, tls_device, {module->id},
@@ -1102,10 +1050,8 @@ accError_t accModuleGetFunction(accFunction_t* function, accModule_t module,
       error != accSuccess) {
     return error;
   }
-  auto* found = new accFunction_st{reply.value[0], module};
-  const std::lock_guard<std::mutex> lock(h->mutex);
-  h->functions.insert(found);
-  *function = found;
+  *function = new accFunction_st{reply.value[0], module};
+  h->track(h->functions, *function);
   return accSuccess;
 }
 
@@ -1155,10 +1101,8 @@ accError_t accEventCreateWithFlags(accEvent_t* event, unsigned flags) {
       error != accSuccess) {
     return error;
   }
-  auto* created = new accEvent_st{reply.value[0], flags};
-  const std::lock_guard<std::mutex> lock(h->mutex);
-  h->events.insert(created);
-  *event = created;
+  *event = new accEvent_st{reply.value[0], flags};
+  h->track(h->events, *event);
   return accSuccess;
 }
 
@@ -1167,11 +1111,8 @@ accError_t accEventDestroy(accEvent_t event) {
   if (accError_t error = ready(h); error != accSuccess) {
     return error;
   }
-  {
-    const std::lock_guard<std::mutex> lock(h->mutex);
-    if (h->events.erase(event) == 0) {
-      return accErrorInvalidHandle;
-    }
+  if (!h->untrack(h->events, event)) {
+    return accErrorInvalidHandle;
   }
   const accError_t error = send(Op::kEventDestroy, tls_device, {event->id});
   delete event;
@@ -1187,7 +1128,7 @@ accError_t accEventRecord(accEvent_t event, accStream_t stream) {
   if (accError_t error = resolve(stream, target); error != accSuccess) {
     return error;
   }
-  if (!liveEvent(*h, event)) {
+  if (!h->has(h->events, event)) {
     return accErrorInvalidHandle;
   }
   return send(Op::kEventRecord, target->device, {target->id, event->id});
@@ -1198,7 +1139,7 @@ accError_t accEventQuery(accEvent_t event) {
   if (accError_t error = ready(h); error != accSuccess) {
     return error;
   }
-  if (!liveEvent(*h, event)) {
+  if (!h->has(h->events, event)) {
     return accErrorInvalidHandle;
   }
   return send(Op::kEventQuery, tls_device, {event->id});
@@ -1209,7 +1150,7 @@ accError_t accEventSynchronize(accEvent_t event) {
   if (accError_t error = ready(h); error != accSuccess) {
     return error;
   }
-  if (!liveEvent(*h, event)) {
+  if (!h->has(h->events, event)) {
     return accErrorInvalidHandle;
   }
   return send(Op::kEventSynchronize, tls_device, {event->id});
@@ -1223,7 +1164,7 @@ accError_t accEventElapsedTime(float* ms, accEvent_t start, accEvent_t end) {
   if (accError_t error = ready(h); error != accSuccess) {
     return error;
   }
-  if (!liveEvent(*h, start) || !liveEvent(*h, end)) {
+  if (!h->has(h->events, start) || !h->has(h->events, end)) {
     return accErrorInvalidHandle;
   }
   Reply reply{};

@@ -8,19 +8,6 @@
 #include <cstring>
 #include <thread>
 
-namespace {
-
-template <class Args>
-bool unpack(const void* args, size_t size, Args& out) {
-  if (size != sizeof(Args)) {
-    return false;
-  }
-  std::memcpy(&out, args, sizeof(Args));
-  return true;
-}
-
-}  // namespace
-
 // out[i] = value for i < n.
 ACC_DEVICE_FUNCTION(fill_u32) {
   struct {
@@ -28,7 +15,7 @@ ACC_DEVICE_FUNCTION(fill_u32) {
     uint64_t n;
     uint32_t value;
   } a;
-  if (!unpack(args, args_size, a)) {
+  if (!accUnpackArgs(args, args_size, a)) {
     return accErrorInvalidValue;
   }
   for (uint64_t i = 0; i < a.n; ++i) {
@@ -45,7 +32,7 @@ ACC_DEVICE_FUNCTION(add_f32) {
     const float* y;
     uint64_t n;
   } a;
-  if (!unpack(args, args_size, a)) {
+  if (!accUnpackArgs(args, args_size, a)) {
     return accErrorInvalidValue;
   }
   for (uint64_t i = 0; i < a.n; ++i) {
@@ -57,7 +44,7 @@ ACC_DEVICE_FUNCTION(add_f32) {
 // Keeps its stream busy for `ms` milliseconds.
 ACC_DEVICE_FUNCTION(sleep_ms) {
   uint64_t ms = 0;
-  if (!unpack(args, args_size, ms)) {
+  if (!accUnpackArgs(args, args_size, ms)) {
     return accErrorInvalidValue;
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));

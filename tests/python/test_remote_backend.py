@@ -191,3 +191,38 @@ def test_distributed_through_staged_collectives(remote_backend, scenario):
     run_ranks("raccel", "torch_raccel", scenario, timeout=300,
               env={"PYTHONPATH": str(remote_backend),
                    "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+
+
+def test_emulate_entries_are_refused_without_host_copies(run_python, device,
+                                                         mod):
+    """The example backend (features.host_copies off) on an emulator that
+    says the host cannot address device memory: an `emulate` entry raises,
+    naming the operator and what to do; views, copies and the kernels run."""
+    import textwrap
+
+    r = run_python(textwrap.dedent(f"""
+        import torch, {mod.__name__}
+        module = getattr(torch, "{device}")
+        assert not module.host_addressable()
+        x = torch.arange(6.0).reshape(2, 3).to("{device}")
+        assert x.t().contiguous().cpu().tolist() == [[0, 3], [1, 4], [2, 5]]
+        assert (x + 1).cpu().tolist() == [[1, 2, 3], [4, 5, 6]]
+        try:
+            torch.sigmoid(x)
+        except RuntimeError as error:
+            message = str(error)
+        else:
+            raise AssertionError("sigmoid ran")
+        assert "aten::sigmoid" in message, message
+        assert "host_copies" in message and "kind: kernel" in message, message
+        try:
+            torch.abs(x)  # a `stub` entry of the example
+        except RuntimeError as error:
+            message = str(error)
+        else:
+            raise AssertionError("abs ran")
+        assert "`stub` entry" in message and "kind: kernel" in message, message
+        print("refused")
+    """), env={"ACCGEN_EMU_HOST_ADDRESSABLE": "0"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "refused" in r.stdout

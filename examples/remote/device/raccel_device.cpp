@@ -10,22 +10,9 @@
 
 #include "raccel_args.h"
 
-namespace {
-
-template <class Args>
-bool unpack(const void* args, size_t size, Args& out) {
-  if (size != sizeof(Args)) {
-    return false;
-  }
-  std::memcpy(&out, args, sizeof(Args));
-  return true;
-}
-
-}  // namespace
-
 ACC_DEVICE_FUNCTION(raccel_fill) {
   raccel::FillArgs a;
-  if (!unpack(args, args_size, a) || a.itemsize == 0 ||
+  if (!accUnpackArgs(args, args_size, a) || a.itemsize == 0 ||
       a.itemsize > sizeof(a.pattern)) {
     return accErrorInvalidValue;
   }
@@ -36,9 +23,10 @@ ACC_DEVICE_FUNCTION(raccel_fill) {
   return accSuccess;
 }
 
+// --8<-- [start:device-add]
 ACC_DEVICE_FUNCTION(raccel_add_f32) {
   raccel::BinaryArgs a;
-  if (!unpack(args, args_size, a)) {
+  if (!accUnpackArgs(args, args_size, a)) {
     return accErrorInvalidValue;
   }
   for (uint64_t i = 0; i < a.n; ++i) {
@@ -46,10 +34,11 @@ ACC_DEVICE_FUNCTION(raccel_add_f32) {
   }
   return accSuccess;
 }
+// --8<-- [end:device-add]
 
 ACC_DEVICE_FUNCTION(raccel_mul_f32) {
   raccel::BinaryArgs a;
-  if (!unpack(args, args_size, a)) {
+  if (!accUnpackArgs(args, args_size, a)) {
     return accErrorInvalidValue;
   }
   for (uint64_t i = 0; i < a.n; ++i) {
@@ -60,7 +49,7 @@ ACC_DEVICE_FUNCTION(raccel_mul_f32) {
 
 ACC_DEVICE_FUNCTION(raccel_relu_f32) {
   raccel::UnaryArgs a;
-  if (!unpack(args, args_size, a)) {
+  if (!accUnpackArgs(args, args_size, a)) {
     return accErrorInvalidValue;
   }
   for (uint64_t i = 0; i < a.n; ++i) {
@@ -74,7 +63,7 @@ ACC_DEVICE_FUNCTION(raccel_relu_f32) {
 // CPU's float32 matmul does.
 ACC_DEVICE_FUNCTION(raccel_mm_f32) {
   raccel::MatmulArgs a;
-  if (!unpack(args, args_size, a)) {
+  if (!accUnpackArgs(args, args_size, a)) {
     return accErrorInvalidValue;
   }
   for (uint64_t i = 0; i < a.m; ++i) {
@@ -98,7 +87,7 @@ ACC_DEVICE_FUNCTION(raccel_mm_f32) {
 // keep it close to the CPU's.
 ACC_DEVICE_FUNCTION(raccel_sum_f32) {
   raccel::ReduceArgs a;
-  if (!unpack(args, args_size, a)) {
+  if (!accUnpackArgs(args, args_size, a)) {
     return accErrorInvalidValue;
   }
   for (uint64_t r = 0; r < a.rows; ++r) {

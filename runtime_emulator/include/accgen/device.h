@@ -25,6 +25,22 @@
  * error that becomes sticky on its stream. */
 typedef accError_t (*accDeviceFn_t)(const void* args, size_t args_size);
 
+#ifdef __cplusplus
+#include <cstring>
+
+/* The argument block as an `Args` (a struct of device pointers, sizes and
+ * scalars, laid out as the launching side wrote it): false unless the
+ * block has exactly its size. */
+template <class Args>
+inline bool accUnpackArgs(const void* args, size_t args_size, Args& out) {
+  if (args == nullptr || args_size != sizeof(Args)) {
+    return false;
+  }
+  std::memcpy(&out, args, sizeof(Args));
+  return true;
+}
+#endif
+
 /* Declares (and, followed by a body, defines) the device function `name`. */
 #define ACC_DEVICE_FUNCTION(name)                                             \
   ACC_DEVICE_EXTERN_C __attribute__((visibility("default"))) accError_t name( \

@@ -123,6 +123,10 @@ void releasePool(c10::DeviceIndex device, c10::MempoolId_t pool);
 /// (accDevAttrHostAddressable). One relaxed load after the first call.
 bool hostComputes() noexcept;
 
+/// Raises an error naming `what` (CPU code the backend would run over
+/// device memory) where hostComputes() is false.
+void requireHostAccess(const char* what);
+
 /// What runs instead of CPU code on host aliases where hostComputes() is
 /// false: `op` through the CPU fallback, copying its arguments, when the
 /// backend enables features.host_copies; otherwise an error naming `op`

@@ -99,6 +99,8 @@ struct OnDevice;
 template <auto& stub, class... Args>
 struct OnDevice<stub, void (*)(Args...)> {
   static void run(Args... args) {
+    // Note [Host access]: no copies can stand in for the loop's operands.
+    requireHostAccess("a `stub` entry (its DispatchStub's CPU loop)");
     StubBuffers buffers;
     (buffers.add(args), ...);
     emulate::runOnDevice(buffers.device(), buffers.buffers(), [&] {
