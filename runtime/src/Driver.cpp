@@ -12,12 +12,10 @@
 #include <string_view>
 #include <unordered_map>
 
-#include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/Exception.h>
 #include <c10/util/StringUtil.h>
 
 #include "Internal.h"
-#include "accgen/runtime/Emulate.h"
 #include "accgen/runtime/Runtime.h"
 
 namespace accgen::runtime {
@@ -77,19 +75,19 @@ void initDriver() noexcept {
 
 // --8<-- [start:host-access]
 // Note [Host access]
-// Everything the runtime runs as CPU code over device memory (the emulation
-// engine's host aliases: `emulate` entries, the emulate fallback,
-// emulate::call; the host views of the hook and quantized operators; the
-// copy kernel between layouts; the kernel that lands host results on the
-// device) asks this one function whether it may. The
-// driver says so per device (accDevAttrHostAddressable): the emulator's
-// memory is host memory, the remote driver's and most accelerators' is not.
-// Where it may not, the engine hands the operator to runWithoutHostAccess
-// (the CPU fallback, with copies, if features.host_copies allows it; an
-// error naming the operator otherwise), the host views become host copies
-// written back once changed, the copy kernel stages through the host, and
-// host results land with the driver's copies.
-// Nothing else in the runtime reads or writes device memory from the host.
+// Everything the runtime runs as CPU code over device memory asks this one
+// function whether it may: the emulation engine's host aliases (`emulate`
+// entries, the emulate fallback, emulate::call), the host views of the hook
+// and quantized operators, the copy kernel between layouts, and the kernel
+// that lands host results on the device. The driver says so per device
+// (accDevAttrHostAddressable): the emulator's memory is host memory, the
+// remote driver's and most accelerators' is not. Where it may not, the
+// engine hands the operator to runWithoutHostAccess (Fallback.cpp: the CPU
+// fallback with copies if features.host_copies allows it, an error naming
+// the operator otherwise), the host views become host copies written back
+// once changed, the copy kernel stages through the host, and host results
+// land with the driver's copies. Nothing else in the runtime reads or
+// writes device memory from the host.
 // --8<-- [end:host-access]
 bool hostComputes() noexcept {
   static const bool computes = [] {
@@ -113,19 +111,6 @@ void requireHostAccess(const char* what) {
               "(accDevAttrHostAddressable is 0). Write a kernel for the "
               "operator (kind: kernel) or run it on the CPU (kind: "
               "fallback).");
-}
-
-void runWithoutHostAccess(const c10::OperatorHandle& op,
-                          torch::jit::Stack* stack) {
-  TORCH_CHECK(
-      kHostCopies, kDeviceName, ": ", op.operator_name(),
-      " runs as CPU code over device memory (an `emulate` entry, the emulate "
-      "fallback or emulate::call), but the host cannot address this "
-      "driver's device memory (accDevAttrHostAddressable is 0). Write a "
-      "kernel for it (kind: kernel), run it on the CPU (kind: fallback), or "
-      "set features.host_copies: true in specs/backend.yaml to run such "
-      "operators through the CPU fallback with copies.");
-  cpuFallback(op, stack);
 }
 
 accFunction_t deviceFunction(const char* name) {

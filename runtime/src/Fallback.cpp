@@ -141,6 +141,20 @@ void cpuFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }
 // --8<-- [end:cpu-fallback]
 
+// Note [Host access] in Driver.cpp.
+void runWithoutHostAccess(const c10::OperatorHandle& op,
+                          torch::jit::Stack* stack) {
+  TORCH_CHECK(
+      kHostCopies, kDeviceName, ": ", op.operator_name(),
+      " runs as CPU code over device memory (an `emulate` entry, the emulate "
+      "fallback or emulate::call), but the host cannot address this "
+      "driver's device memory (accDevAttrHostAddressable is 0). Write a "
+      "kernel for it (kind: kernel), run it on the CPU (kind: fallback), or "
+      "set features.host_copies: true in specs/backend.yaml to run such "
+      "operators through the CPU fallback with copies.");
+  cpuFallback(op, stack);
+}
+
 std::vector<FallbackCount> fallbackCounts() {
   std::vector<FallbackCount> counts;
   for (const auto& [op, calls] : cpuCalls().snapshot()) {

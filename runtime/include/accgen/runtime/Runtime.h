@@ -19,13 +19,13 @@
 #include "accgen/runtime/Config.h"
 
 #include <ATen/core/Tensor.h>
-#include <ATen/core/stack.h>
 #include <c10/core/Device.h>
 #include <c10/core/Stream.h>
 
 namespace c10 {
 class DataPtr;
 class OperatorHandle;
+struct IValue;
 struct Allocator;
 struct DeviceAllocator;
 struct StorageImpl;
@@ -35,6 +35,11 @@ namespace at {
 struct Generator;
 struct HostAllocator;
 }  // namespace at
+
+namespace torch::jit {
+// As ATen/core/stack.h has it, without the headers it brings.
+using Stack = std::vector<c10::IValue>;
+}  // namespace torch::jit
 
 namespace accgen::runtime {
 
