@@ -15,7 +15,7 @@ bash scripts/bootstrap.sh
 # --8<-- [start:demo-build-accgen]
 echo "== build and install accgen into build/install"
 cmake --preset default >/dev/null
-cmake --build --preset default -j2 --target accgen accgen_emulator
+cmake --build --preset default -j2 --target accgen accgen_emulator accgen_remote
 cmake --install build --prefix build/install >/dev/null
 ACCGEN=$ROOT/build/install/bin/accgen
 # --8<-- [end:demo-build-accgen]

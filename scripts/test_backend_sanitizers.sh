@@ -36,7 +36,7 @@ cmake -S "$here" -B "$emu" -G Ninja \
   -DACCGEN_BUILD_GENERATOR=OFF \
   -DACCGEN_BUILD_BENCH=OFF \
   -DACCGEN_SANITIZE="address;undefined" >/dev/null
-cmake --build "$emu" --target accgen_emulator -j "$jobs"
+cmake --build "$emu" --target accgen_emulator accgen_remote -j "$jobs"
 cmake --install "$emu" --prefix "$emu/install" >/dev/null
 
 echo "== backend under ASan + UBSan: build generated_example into $site"

@@ -43,7 +43,7 @@ if [ ! -x "$ACCGEN" ]; then
   echo "== build and install accgen to build/install"
   bash scripts/bootstrap.sh
   cmake --preset default >/dev/null
-  cmake --build --preset default -j2 --target accgen accgen_emulator
+  cmake --build --preset default -j2 --target accgen accgen_emulator accgen_remote
   cmake --install build --prefix build/install >/dev/null
 fi
 
