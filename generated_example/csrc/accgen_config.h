@@ -14,3 +14,13 @@
 #define ACCGEN_PINNED_MEMORY 1
 #define ACCGEN_AUTOCAST 1
 #define ACCGEN_HOST_COPIES 0
+
+// What runs CPU code over device memory (Note [Host access] in accgen's
+// runtime/src/Driver.cpp): the `stub` entries, refused where the host cannot
+// address device memory; the `emulate` entries and the emulate fallback,
+// run there through the CPU fallback with features.host_copies and refused
+// without it. The runtime refuses them when the device is initialized, and
+// accgen_add_backend when the driver target says so (ACCGEN_HOST_ADDRESSABLE).
+#define ACCGEN_NEEDS_HOST_ACCESS "abs.out addr.out sin.out"
+#define ACCGEN_NEEDS_HOST_COPIES "_log_softmax _log_softmax_backward_data _softmax _softmax_backward_data _unique2 addcdiv addcmul addmm all amax amin any arange.start_out argmax argmin baddbmm bernoulli bernoulli_.float bitwise_and.Tensor bmm cat ceil clamp clamp.Tensor clamp_min cos div.Tensor div.Tensor_mode dot eq.Scalar eq.Tensor equal exp floor gather ge.Scalar ge.Tensor gelu gelu_backward gt.Scalar gt.Tensor index.Tensor index_select isnan le.Scalar le.Tensor lerp.Scalar log log1p logical_and logical_not lt.Scalar lt.Tensor masked_fill_.Scalar masked_fill_.Tensor masked_select max max.dim max_pool2d_with_indices max_pool2d_with_indices_backward maximum mean.dim min min.dim minimum mm mse_loss mse_loss_backward mul.Tensor mv native_group_norm native_group_norm_backward native_layer_norm native_layer_norm_backward ne.Scalar ne.Tensor neg nll_loss_backward nll_loss_forward nonzero normal_ pow.Tensor_Scalar pow.Tensor_Tensor prod.dim_int random_ random_.from random_.to reciprocal remainder.Tensor round rsqrt sigmoid sigmoid_backward sign sort sqrt std.correction sub.Tensor sum.dim_IntList tanh tanh_backward threshold_backward topk unfold uniform_ var.correction where.self"
+#define ACCGEN_EMULATE_FALLBACK 1

@@ -54,6 +54,12 @@ struct KindTraits {
   /// says how ("on device memory", "on copies").
   bool needs_cpu_kernel = false;
   std::string_view cpu_runs = {};
+  /// Runs CPU code over device memory, which a device the host cannot
+  /// address refuses when the backend is initialized (Note [Host access] in
+  /// runtime/src/Driver.cpp); `host_copies` says whether
+  /// features.host_copies runs it through the CPU fallback instead.
+  bool host_code = false;
+  bool host_copies = false;
   /// The user writes its body, in a user-owned kernels/<op>.cpp.
   bool user_kernel = false;
   /// The emitter (its registry name) that writes its registrations.

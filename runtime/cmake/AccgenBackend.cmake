@@ -121,6 +121,53 @@ set_source_files_properties(${ACCGEN_RUNTIME_SOURCES_B} PROPERTIES
 set_source_files_properties(${ACCGEN_RUNTIME_DISTRIBUTED_SOURCE}
   ${ACCGEN_RUNTIME_GLOO_SOURCE} PROPERTIES UNITY_GROUP accgen_runtime_c)
 
+# Note [Host access] (runtime/src/Driver.cpp), at configure time: a driver
+# whose device memory the host cannot address says so in its target's
+# ACCGEN_HOST_ADDRESSABLE property (the remote driver: OFF), and a backend
+# whose spec runs CPU code over device memory (accgen_config.h's
+# ACCGEN_NEEDS_HOST_* lists) is refused against it, naming the entries. The
+# runtime refuses the same at device initialization, for drivers that only
+# say so when asked (the emulator with ACCGEN_EMU_HOST_ADDRESSABLE=0).
+function(_accgen_refuse_host_code name driver config_dir)
+  get_target_property(addressable ${driver} ACCGEN_HOST_ADDRESSABLE)
+  if(addressable STREQUAL "addressable-NOTFOUND" OR addressable)
+    return()
+  endif()
+  file(STRINGS "${config_dir}/accgen_config.h" lines
+       REGEX "^#define ACCGEN_(NEEDS_HOST_[A-Z]+|HOST_COPIES|EMULATE_FALLBACK) ")
+  set(ACCGEN_HOST_COPIES 0)
+  set(ACCGEN_EMULATE_FALLBACK 0)
+  foreach(line IN LISTS lines)
+    if(line MATCHES "^#define (ACCGEN_[A-Z_]+) \"?([^\"]*)\"?$")
+      set(${CMAKE_MATCH_1} "${CMAKE_MATCH_2}")
+    endif()
+  endforeach()
+  set(refused "")
+  if(ACCGEN_NEEDS_HOST_ACCESS)
+    string(APPEND refused "\n  `stub` entries (ATen's CPU loops): ${ACCGEN_NEEDS_HOST_ACCESS}")
+  endif()
+  if(NOT ACCGEN_HOST_COPIES)
+    if(ACCGEN_NEEDS_HOST_COPIES)
+      string(APPEND refused "\n  `emulate` entries: ${ACCGEN_NEEDS_HOST_COPIES}")
+    endif()
+    if(ACCGEN_EMULATE_FALLBACK)
+      string(APPEND refused "\n  the emulate fallback (fallback: emulate), "
+             "which runs every operator operators.yaml does not list")
+    endif()
+  endif()
+  if(refused)
+    message(FATAL_ERROR
+      "accgen_add_backend(${name}): the host cannot address the device "
+      "memory of DRIVER ${driver} (its ACCGEN_HOST_ADDRESSABLE is OFF), but "
+      "the spec (${config_dir}/accgen_config.h) runs CPU code over it:"
+      "${refused}\n"
+      "Write a kernel for each (kind: kernel) or run it on the CPU (kind: "
+      "fallback, or fallback: cpu); features.host_copies: true runs the "
+      "`emulate` entries and the emulate fallback through the CPU fallback "
+      "with copies. Then run `accgen generate` again.")
+  endif()
+endfunction()
+
 function(accgen_add_backend name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "PYTHON_MODULE;NO_INSTALL"
     "PACKAGE;CONFIG_DIR;DRIVER;COLLECTIVES;INSTALL_DIR"
@@ -141,6 +188,7 @@ function(accgen_add_backend name)
     set(arg_INSTALL_DIR "${arg_PACKAGE}")
   endif()
   get_filename_component(config_dir "${arg_CONFIG_DIR}" ABSOLUTE)
+  _accgen_refuse_host_code(${name} ${arg_DRIVER} "${config_dir}")
   accgen_find_torch()
 
   set(core torch_${name})

@@ -87,7 +87,11 @@ void initDriver() noexcept {
 // the operator otherwise), the host views become host copies written back
 // once changed, the copy kernel stages through the host, and host results
 // land with the driver's copies. Nothing else in the runtime reads or
-// writes device memory from the host.
+// writes device memory from the host. What the spec lists as such code
+// (`stub` entries; `emulate` entries and the emulate fallback without
+// features.host_copies) refuses the whole backend up front: refuseHostCode
+// at the device's initialization, and accgen_add_backend at configure time
+// for a driver target whose ACCGEN_HOST_ADDRESSABLE is OFF.
 // --8<-- [end:host-access]
 bool hostComputes() noexcept {
   static const bool computes = [] {
@@ -111,6 +115,36 @@ void requireHostAccess(const char* what) {
               "(accDevAttrHostAddressable is 0). Write a kernel for the "
               "operator (kind: kernel) or run it on the CPU (kind: "
               "fallback).");
+}
+
+void refuseHostCode() {
+  if (hostComputes()) {
+    return;
+  }
+  std::string refused;
+  auto add = [&](const char* what, const std::string& names) {
+    if (!names.empty()) {
+      refused += std::string(refused.empty() ? "" : "; ") + what + names;
+    }
+  };
+  add("`stub` entries (ATen's CPU loops): ", kNeedsHostAccess);
+  if (!kHostCopies) {
+    add("`emulate` entries: ", kNeedsHostCopies);
+    if (kEmulateFallback) {
+      add("",
+          "the emulate fallback (fallback: emulate), which runs every "
+          "operator operators.yaml does not list");
+    }
+  }
+  TORCH_CHECK(refused.empty(), kDeviceName,
+              ": the host cannot address this driver's device memory "
+              "(accDevAttrHostAddressable is 0), but specs/operators.yaml "
+              "and specs/backend.yaml run CPU code over it: ",
+              refused,
+              ". Write a kernel for each (kind: kernel) or run it on the CPU "
+              "(kind: fallback, or fallback: cpu); features.host_copies: true "
+              "runs the `emulate` entries and the emulate fallback through "
+              "the CPU fallback with copies.");
 }
 
 accFunction_t deviceFunction(const char* name) {

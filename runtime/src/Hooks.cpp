@@ -21,6 +21,7 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
     initDriver();
     TORCH_CHECK(deviceCount() > 0, kDeviceName,
                 ": the driver reports no devices");
+    refuseHostCode();
   }
 
   bool isBuilt() const override { return true; }

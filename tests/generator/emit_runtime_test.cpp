@@ -52,20 +52,23 @@ class BackendFiles : public ::testing::Test {
     delete torch_;
   }
 
-  static model::Backend backend(const std::string& backend_yaml) {
+  static model::Backend backend(const std::string& backend_yaml,
+                                const std::string& more_operators = "") {
     DiagnosticEngine diags;
     spec::Specs specs;
     specs.dir = "specs";
     auto b = spec::parseBackendSpec(backend_yaml, "specs/backend.yaml", diags);
-    auto o =
-        spec::parseOperatorsSpec(kOperators, "specs/operators.yaml", diags);
+    auto o = spec::parseOperatorsSpec(std::string(kOperators) + more_operators,
+                                      "specs/operators.yaml", diags);
     std::ostringstream printed;
     diags.print(printed);
     EXPECT_TRUE(b && o) << printed.str();
     specs.backend = *b;
     specs.operators = *o;
     model::BuildOptions options;
-    options.dispatch_stubs = schema::DispatchStubs();
+    options.dispatch_stubs =
+        schema::DispatchStubs{{"abs_stub", "ATen/native/UnaryOps.h"},
+                              {"sin_stub", "ATen/native/UnaryOps.h"}};
     auto built = model::buildBackend(specs, *registry_, diags, options);
     diags.print(printed);
     EXPECT_TRUE(built.has_value()) << printed.str();
@@ -152,6 +155,39 @@ TEST_F(BackendFiles, FeaturesBecomeConfigurationSwitches) {
       rendered(backend("device: accel\n")).at("csrc/accgen_config.h");
   EXPECT_NE(on.find("#define ACCGEN_PINNED_MEMORY 1\n"), std::string::npos);
   EXPECT_NE(on.find("#define ACCGEN_AUTOCAST 1\n"), std::string::npos);
+}
+
+// Note [Host access]: the runtime and accgen_add_backend refuse, on a
+// device the host cannot address, what the configuration lists.
+TEST_F(BackendFiles, HostCodeIsListedForTheRuntime) {
+  const std::string more =
+      "  - {op: abs.out, kind: stub, stub: abs_stub}\n"
+      "  - {op: sin.out, kind: stub, stub: sin_stub}\n"
+      "  - {op: cos, kind: emulate}\n"
+      "  - {op: add.Tensor, kind: emulate, group: true}\n"
+      "  - {op: tan, kind: fallback}\n";
+  const std::string config =
+      rendered(backend("device: accel\nfallback: emulate\n", more))
+          .at("csrc/accgen_config.h");
+  EXPECT_NE(config.find("#define ACCGEN_NEEDS_HOST_ACCESS "
+                        "\"abs.out sin.out\"\n"),
+            std::string::npos)
+      << config;
+  EXPECT_NE(config.find("#define ACCGEN_NEEDS_HOST_COPIES "
+                        "\"add.Tensor cos\"\n"),
+            std::string::npos)
+      << config;
+  EXPECT_NE(config.find("#define ACCGEN_EMULATE_FALLBACK 1\n"),
+            std::string::npos);
+  const std::string none = rendered(backend("device: accel\nfallback: cpu\n",
+                                            "  - {op: tan, kind: fallback}\n"))
+                               .at("csrc/accgen_config.h");
+  EXPECT_NE(none.find("#define ACCGEN_NEEDS_HOST_ACCESS \"\"\n"),
+            std::string::npos);
+  EXPECT_NE(none.find("#define ACCGEN_NEEDS_HOST_COPIES \"\"\n"),
+            std::string::npos);
+  EXPECT_NE(none.find("#define ACCGEN_EMULATE_FALLBACK 0\n"),
+            std::string::npos);
 }
 
 TEST_F(BackendFiles, TorchIsPinnedToTheReleaseOfTheSchemas) {

@@ -4,7 +4,13 @@ host never maps it; a handful of operators are device code launched by
 name, everything else runs on the CPU through copies; tensors, copies,
 autograd and the models of test_models.py behave as on the CPU, and the
 backend says where each operator ran."""
-from remote_backend import check
+import os
+import subprocess
+import textwrap
+
+import pytest
+from init_backend import PREFIX
+from remote_backend import REPO, check
 
 
 def test_the_host_cannot_address_device_memory(remote_backend):
@@ -158,36 +164,55 @@ def test_compile_runs_graphs_through_the_device_operators(remote_backend):
     assert "path: aot_eager" in out, out
 
 
-def test_emulate_entries_are_refused_without_host_copies(run_python, device,
-                                                         mod):
-    """The example backend (features.host_copies off) on an emulator that
-    says the host cannot address device memory: an `emulate` entry raises,
-    naming the operator and what to do; views, copies and the kernels run."""
-    import textwrap
-
+def test_host_code_is_refused_at_initialization(run_python, device, mod):
+    """The example backend (`stub` and `emulate` entries, fallback: emulate,
+    features.host_copies off) on an emulator that says the host cannot
+    address device memory: its first device tensor raises, naming every
+    entry that would run CPU code over device memory and what to do, and
+    raises again rather than leaving a half-initialized device."""
     r = run_python(textwrap.dedent(f"""
         import torch, {mod.__name__}
         module = getattr(torch, "{device}")
         assert not module.host_addressable()
-        x = torch.arange(6.0).reshape(2, 3).to("{device}")
-        assert x.t().contiguous().cpu().tolist() == [[0, 3], [1, 4], [2, 5]]
-        assert (x + 1).cpu().tolist() == [[1, 2, 3], [4, 5, 6]]
-        try:
-            torch.sigmoid(x)
-        except RuntimeError as error:
-            message = str(error)
-        else:
-            raise AssertionError("sigmoid ran")
-        assert "aten::sigmoid" in message, message
-        assert "host_copies" in message and "kind: kernel" in message, message
-        try:
-            torch.abs(x)  # a `stub` entry of the example
-        except RuntimeError as error:
-            message = str(error)
-        else:
-            raise AssertionError("abs ran")
-        assert "`stub` entry" in message and "kind: kernel" in message, message
+        assert module.is_available() and module.device_count() >= 1
+        for attempt in range(2):
+            try:
+                torch.ones(2, device="{device}")
+            except RuntimeError as error:
+                message = str(error)
+            else:
+                raise AssertionError("the device initialized")
+            for named in ("`stub` entries", "abs.out", "sin.out", "addr.out",
+                          "`emulate` entries", "sigmoid", "the emulate fallback",
+                          "kind: kernel", "host_copies"):
+                assert named in message, (named, message)
         print("refused")
     """), env={"ACCGEN_EMU_HOST_ADDRESSABLE": "0"})
     assert r.returncode == 0, r.stdout + r.stderr
     assert "refused" in r.stdout
+
+
+def test_a_driver_target_refuses_host_code_at_configure_time(tmp_path):
+    """accgen_add_backend against a driver target whose
+    ACCGEN_HOST_ADDRESSABLE is OFF (the remote driver) fails at configure
+    time for the example's spec, naming its `stub` and `emulate` entries
+    and the emulate fallback."""
+    if not PREFIX:
+        pytest.skip("set ACCGEN_PREFIX (scripts/test.sh does)")
+    config_dir = os.path.join(REPO, "generated_example", "csrc")
+    (tmp_path / "CMakeLists.txt").write_text(textwrap.dedent(f"""
+        cmake_minimum_required(VERSION 3.22)
+        project(refused LANGUAGES CXX)
+        find_package(accgen CONFIG REQUIRED)
+        accgen_add_backend(accel PACKAGE torch_accel
+          CONFIG_DIR "{config_dir}" DRIVER accgen::remote)
+    """))
+    r = subprocess.run(["cmake", "-S", str(tmp_path), "-B", str(tmp_path / "b"),
+                        f"-DCMAKE_PREFIX_PATH={PREFIX}"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0, r.stdout
+    message = " ".join(r.stderr.split())
+    for named in ("ACCGEN_HOST_ADDRESSABLE is OFF", "`stub` entries",
+                  "abs.out addr.out sin.out", "`emulate` entries", "sigmoid",
+                  "the emulate fallback", "kind: kernel", "host_copies"):
+        assert named in message, (named, r.stderr)

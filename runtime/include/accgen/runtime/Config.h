@@ -23,6 +23,11 @@
 #ifndef ACCGEN_HOST_COPIES
 #define ACCGEN_HOST_COPIES 0
 #endif
+#ifndef ACCGEN_NEEDS_HOST_ACCESS
+#define ACCGEN_NEEDS_HOST_ACCESS ""
+#define ACCGEN_NEEDS_HOST_COPIES ""
+#define ACCGEN_EMULATE_FALLBACK 0
+#endif
 
 /// Whether the torch the runtime is compiled against is release major.minor
 /// or newer. Note [Torch versions]: a difference between torch releases is
@@ -62,5 +67,15 @@ inline constexpr bool kAutocast = ACCGEN_AUTOCAST != 0;
 /// fallback) run through the CPU fallback, copying their arguments (Note
 /// [Host access] in Driver.cpp); without it they are refused.
 inline constexpr bool kHostCopies = ACCGEN_HOST_COPIES != 0;
+
+/// The operators.yaml entries that run CPU code over device memory,
+/// space-separated: `stub` entries (kNeedsHostAccess) and `emulate` entries
+/// (kNeedsHostCopies, which features.host_copies runs through the CPU
+/// fallback); kEmulateFallback for `fallback: emulate`. Where the host
+/// cannot address device memory, the device refuses to initialize while
+/// any of them would run there (refuseHostCode in Driver.cpp).
+inline constexpr const char* kNeedsHostAccess = ACCGEN_NEEDS_HOST_ACCESS;
+inline constexpr const char* kNeedsHostCopies = ACCGEN_NEEDS_HOST_COPIES;
+inline constexpr bool kEmulateFallback = ACCGEN_EMULATE_FALLBACK != 0;
 
 }  // namespace accgen::runtime

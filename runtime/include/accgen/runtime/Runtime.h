@@ -132,6 +132,14 @@ bool hostComputes() noexcept;
 /// device memory) where hostComputes() is false.
 void requireHostAccess(const char* what);
 
+/// Raises, where hostComputes() is false, an error naming every entry of
+/// the spec that would run CPU code over device memory (Config.h
+/// kNeedsHostAccess, and kNeedsHostCopies and the emulate fallback without
+/// features.host_copies). The device's initialization (Hooks::init) runs
+/// it, so a backend that cannot run on its driver says so, in full, at its
+/// first device tensor rather than at its first such operator.
+void refuseHostCode();
+
 /// What runs instead of CPU code on host aliases where hostComputes() is
 /// false: `op` through the CPU fallback, copying its arguments, when the
 /// backend enables features.host_copies; otherwise an error naming `op`

@@ -14,3 +14,13 @@
 #define ACCGEN_PINNED_MEMORY 0
 #define ACCGEN_AUTOCAST 0
 #define ACCGEN_HOST_COPIES 0
+
+// What runs CPU code over device memory (Note [Host access] in accgen's
+// runtime/src/Driver.cpp): the `stub` entries, refused where the host cannot
+// address device memory; the `emulate` entries and the emulate fallback,
+// run there through the CPU fallback with features.host_copies and refused
+// without it. The runtime refuses them when the device is initialized, and
+// accgen_add_backend when the driver target says so (ACCGEN_HOST_ADDRESSABLE).
+#define ACCGEN_NEEDS_HOST_ACCESS ""
+#define ACCGEN_NEEDS_HOST_COPIES "add.Tensor mm"
+#define ACCGEN_EMULATE_FALLBACK 0
