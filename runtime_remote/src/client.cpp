@@ -366,9 +366,9 @@ accError_t send(Op op, int device, std::initializer_list<uint64_t> args,
   return error;
 }
 
-// NULL: the current device's default stream; else a live stream.
-accError_t resolve(accStream_t stream, accStream_t& out) {
-  Host* h = nullptr;
+// NULL: the current device's default stream; else a live stream. `h` is
+// the ready driver.
+accError_t resolve(accStream_t stream, accStream_t& out, Host*& h) {
   if (accError_t error = ready(h); error != accSuccess) {
     return error;
   }
@@ -390,6 +390,11 @@ accError_t resolve(accStream_t stream, accStream_t& out) {
   }
   out = stream;
   return accSuccess;
+}
+
+accError_t resolve(accStream_t stream, accStream_t& out) {
+  Host* h = nullptr;
+  return resolve(stream, out, h);
 }
 
 uint64_t address(const void* ptr) {
@@ -421,11 +426,8 @@ accError_t runHostFunction(accStream_t stream, accKernelFn_t fn,
                            void* user_data, const void* const* buffers,
                            size_t n) {
   Host* h = nullptr;
-  if (accError_t error = ready(h); error != accSuccess) {
-    return error;
-  }
   accStream_t target = nullptr;
-  if (accError_t error = resolve(stream, target); error != accSuccess) {
+  if (accError_t error = resolve(stream, target, h); error != accSuccess) {
     return error;
   }
   if (fn == nullptr) {
@@ -723,11 +725,8 @@ accError_t accMemset(void* dev_ptr, int value, size_t count) {
 accError_t accMemcpyAsync(void* dst, const void* src, size_t count,
                           accMemcpyKind kind, accStream_t stream) {
   Host* h = nullptr;
-  if (accError_t error = ready(h); error != accSuccess) {
-    return error;
-  }
   accStream_t target = nullptr;
-  if (accError_t error = resolve(stream, target); error != accSuccess) {
+  if (accError_t error = resolve(stream, target, h); error != accSuccess) {
     return error;
   }
   if (count == 0) {
@@ -868,11 +867,8 @@ accError_t accStreamSynchronize(accStream_t stream) {
 accError_t accStreamWaitEvent(accStream_t stream, accEvent_t event,
                               unsigned flags) {
   Host* h = nullptr;
-  if (accError_t error = ready(h); error != accSuccess) {
-    return error;
-  }
   accStream_t target = nullptr;
-  if (accError_t error = resolve(stream, target); error != accSuccess) {
+  if (accError_t error = resolve(stream, target, h); error != accSuccess) {
     return error;
   }
   if (flags != 0) {
@@ -951,11 +947,8 @@ accError_t accLaunchKernelSync(accStream_t stream, accKernelFn_t fn,
                                void* user_data, const void* const* buffers,
                                size_t num_buffers) {
   Host* h = nullptr;
-  if (accError_t error = ready(h); error != accSuccess) {
-    return error;
-  }
   accStream_t target = nullptr;
-  if (accError_t error = resolve(stream, target); error != accSuccess) {
+  if (accError_t error = resolve(stream, target, h); error != accSuccess) {
     return error;
   }
   if (fn == nullptr) {
@@ -1061,11 +1054,8 @@ accError_t accLaunchFunction(accFunction_t function, const void* args,
     return accErrorInvalidValue;
   }
   Host* h = nullptr;
-  if (accError_t error = ready(h); error != accSuccess) {
-    return error;
-  }
   accStream_t target = nullptr;
-  if (accError_t error = resolve(stream, target); error != accSuccess) {
+  if (accError_t error = resolve(stream, target, h); error != accSuccess) {
     return error;
   }
   uint64_t id = 0;
@@ -1121,11 +1111,8 @@ accError_t accEventDestroy(accEvent_t event) {
 
 accError_t accEventRecord(accEvent_t event, accStream_t stream) {
   Host* h = nullptr;
-  if (accError_t error = ready(h); error != accSuccess) {
-    return error;
-  }
   accStream_t target = nullptr;
-  if (accError_t error = resolve(stream, target); error != accSuccess) {
+  if (accError_t error = resolve(stream, target, h); error != accSuccess) {
     return error;
   }
   if (!h->has(h->events, event)) {
