@@ -72,9 +72,11 @@ section "pytest"
 # test_schema_compile.py is the all-operator signature proof; ctest ran it
 # above against the library it built.
 # Two workers, a file each at a time (--dist loadfile), so that a file's
-# backend build (a module fixture) is made once.
+# backend build (a module fixture) is made once. The slowest tests are
+# listed at the end, to keep the command's time in view.
 ACCGEN_BIN=$ACCGEN ACCGEN_PREFIX=$ROOT/build/install \
   "$PY" -m pytest -q -p no:cacheprovider tests/python \
-  --ignore=tests/python/test_schema_compile.py -n 2 --dist loadfile
+  --ignore=tests/python/test_schema_compile.py -n 2 --dist loadfile \
+  --durations=25
 # --8<-- [end:test-backend]
 section "done"
