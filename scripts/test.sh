@@ -42,8 +42,8 @@ if [ -x scripts/test_emulator_sanitizers.sh ]; then
   bash scripts/test_emulator_sanitizers.sh asan
 fi
 
-section "fuzz accgen's input parsers (libFuzzer, ASan + UBSan), 10 s a target"
-bash scripts/fuzz.sh 10
+section "fuzz accgen's input parsers (libFuzzer, ASan + UBSan), 5 s a target"
+bash scripts/fuzz.sh 5
 
 section "install accgen to build/install"
 cmake --install build --prefix build/install >/dev/null

@@ -12,7 +12,9 @@
 #      installed into the venv: the runtime compiled against R;
 #   3. its generated conformance suite, then tests/python/test_compile.py,
 #      test_distributed.py and test_torchvision.py (torchvision's models and
-#      operators, which need a CUDA build of torch) against it;
+#      operators, which need a CUDA build of torch) against it, then the
+#      remote driver's tests (test_remote_backend*.py: the ported example
+#      built against R and the remote driver);
 #   4. `accgen init` under R: its lock and pyproject must pin R; the project
 #      built into a directory of its own and its own suite run (the smoke
 #      test init wrote and its generated conformance suite).
@@ -159,6 +161,16 @@ leg() {
   local python_tests
   python_tests=$(summary_of "$work/python.log")
 
+  # The example ported to the remote driver (a device the host cannot
+  # address), built against R by its tests, into the leg's directory.
+  step "remote driver tests" "$work/remote.log" \
+    env ACCGEN_BIN="$ACCGEN" ACCGEN_PREFIX="$PREFIX" PATH="$path" \
+    "$py" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile \
+    --basetemp="$work/remote" \
+    tests/python/test_remote_backend.py tests/python/test_remote_backend_suites.py || return 1
+  local remote_tests
+  remote_tests=$(summary_of "$work/remote.log")
+
   # A new backend under R. PyTorch takes one PrivateUse1 backend per
   # process and the venv has the example: this one goes into a directory of
   # its own and is imported explicitly, with autoload off.
@@ -180,7 +192,7 @@ sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-n", "2", sys.argv[1]]))'
   local init_tests
   init_tests=$(summary_of "$work/init-tests.log")
 
-  echo "PASS torch $RELEASE: conformance $conformance; compile+distributed $python_tests; init backend $init_tests"
+  echo "PASS torch $RELEASE: conformance $conformance; compile+distributed $python_tests; remote driver $remote_tests; init backend $init_tests"
 }
 
 status=0

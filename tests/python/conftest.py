@@ -180,6 +180,14 @@ def _built_once(tmp_path_factory, name, build):
     return work / "site"
 
 
+# The backends built for one file's tests alone (the remote port, the
+# error-policy backend), unoptimised: they compile in about half the time
+# of -O3, and their tests check behaviour, not speed. The example and the
+# `accgen init` project are built as a vendor builds them. scikit-build-core
+# reads its cmake.define setting from this variable too.
+TEST_ONLY_BUILD = {"SKBUILD_CMAKE_DEFINE": "CMAKE_CXX_FLAGS_RELEASE=-O0 -DNDEBUG"}
+
+
 @pytest.fixture(scope="session")
 def remote_backend(tmp_path_factory):
     """The example ported to the remote driver (examples/remote), built
@@ -189,7 +197,10 @@ def remote_backend(tmp_path_factory):
     if not os.environ.get("ACCGEN_BIN") or not os.environ.get("ACCGEN_PREFIX"):
         pytest.skip("set ACCGEN_BIN and ACCGEN_PREFIX (scripts/test.sh does) "
                     "to build the remote backend")
-    return _built_once(tmp_path_factory, "remote", build_remote_backend)
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in TEST_ONLY_BUILD.items():
+            patch.setenv(name, value)
+        return _built_once(tmp_path_factory, "remote", build_remote_backend)
 
 
 @pytest.fixture(scope="session")

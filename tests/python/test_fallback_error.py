@@ -21,6 +21,8 @@ import textwrap
 
 import pytest
 
+from conftest import TEST_ONLY_BUILD
+
 ACCGEN = os.environ.get("ACCGEN_BIN")
 PREFIX = os.environ.get("ACCGEN_PREFIX")
 _REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -79,7 +81,7 @@ def strict_backend(tmp_path_factory):
     project = work / "project"
     run([ACCGEN, "generate", "--specs", str(specs), "--out", str(project)])
     site = work / "site"
-    env = dict(os.environ, CMAKE_PREFIX_PATH=PREFIX)
+    env = dict(os.environ, CMAKE_PREFIX_PATH=PREFIX, **TEST_ONLY_BUILD)
     run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation",
          "--no-deps", "--target", str(site), str(project)], env=env, timeout=3600)
     return site
