@@ -103,7 +103,9 @@ def test_copies_between_devices_and_dtypes(remote_backend):
                                    x.to(torch.float16))
         pinned = torch.empty(3, 4, 5).pin_memory()
         pinned.copy_(on1, non_blocking=True)
-        torch.raccel.synchronize()
+        # The copy is queued on raccel:1's stream; synchronize() with no
+        # device waits for the current one (raccel:0) alone, as on CUDA.
+        torch.raccel.synchronize("raccel:1")
         torch.testing.assert_close(pinned, x)
     """)
 
