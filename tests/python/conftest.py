@@ -180,18 +180,11 @@ def _built_once(tmp_path_factory, name, build):
     return work / "site"
 
 
-# The backends built for one file's tests alone (the remote port, the
-# error-policy backend), unoptimised: they compile in about half the time
-# of -O3, and their tests check behaviour, not speed. The example and the
-# `accgen init` project are built as a vendor builds them. scikit-build-core
-# reads its cmake.define setting from this variable too.
-TEST_ONLY_BUILD = {"SKBUILD_CMAKE_DEFINE": "CMAKE_CXX_FLAGS_RELEASE=-O0 -DNDEBUG"}
-
-
 @pytest.fixture(scope="session")
 def remote_backend(tmp_path_factory):
     """The example ported to the remote driver (examples/remote), built
     once per test run and shared by the test workers (remote_backend.py)."""
+    from init_backend import TEST_ONLY_BUILD
     from remote_backend import build_remote_backend
 
     if not os.environ.get("ACCGEN_BIN") or not os.environ.get("ACCGEN_PREFIX"):

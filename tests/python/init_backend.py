@@ -1,6 +1,7 @@
 """What the suites of an `accgen init` backend share (test_init_backend.py,
 test_init_backend_suites.py): its build, made once per test run, and the
-ways to drive it.
+ways to drive it; the other backends built by the tests (remote_backend.py,
+test_fallback_error.py) use its settings and `run` too.
 
 PyTorch allows one PrivateUse1 backend per process, and the example backend
 is installed in this environment with autoload on. The init backend is
@@ -15,6 +16,12 @@ import textwrap
 ACCGEN = os.environ.get("ACCGEN_BIN")
 PREFIX = os.environ.get("ACCGEN_PREFIX")
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The backends built for one file's tests alone (the remote port, the
+# error-policy backend), unoptimised: they compile in about half the time
+# of -O3, and their tests check behaviour, not speed. The example and the
+# `accgen init` project are built as a vendor builds them. scikit-build-core
+# reads its cmake.define setting from this variable too.
+TEST_ONLY_BUILD = {"SKBUILD_CMAKE_DEFINE": "CMAKE_CXX_FLAGS_RELEASE=-O0 -DNDEBUG"}
 
 
 def run(cmd, **kwargs):

@@ -8,8 +8,9 @@ relu in float32 and on nothing else near it (relu in the other dtypes, its
 backward and the operators that share its code paths), and the failure
 must name the function, the dtype and the input. The suite passes in full
 without the wrong kernel (scripts/test.sh runs it under ASan), so the run
-here takes the cases a wrong relu could reach, not the whole family again. The checks of the autocast family must
-fail for a policy the backend does not apply.
+here takes the cases a wrong relu could reach, not the whole family again.
+The checks of the autocast family must fail for a policy the backend does
+not apply.
 """
 import importlib.util
 import os

@@ -21,10 +21,8 @@ import textwrap
 
 import pytest
 
-from conftest import TEST_ONLY_BUILD
+from init_backend import ACCGEN, PREFIX, TEST_ONLY_BUILD, run
 
-ACCGEN = os.environ.get("ACCGEN_BIN")
-PREFIX = os.environ.get("ACCGEN_PREFIX")
 _REPO = pathlib.Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(
@@ -62,13 +60,6 @@ OPERATORS = """operators:
   - {op: mm, kind: emulate}
   - {op: cumsum, kind: fallback}
 """
-
-
-def run(cmd, **kwargs):
-    result = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
-    assert result.returncode == 0, (
-        f"{cmd} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
-    return result
 
 
 @pytest.fixture(scope="module")
