@@ -179,29 +179,26 @@ std::string deviceProgram() {
   return dir + "accgen-remote-device";
 }
 
-accError_t startDevice(Host& h) {
-  h.count = static_cast<int>(
-      envOr("ACCGEN_REMOTE_DEVICE_COUNT",
-            h.params.deviceCount > 0 ? h.params.deviceCount : kDefaultDevices));
-  h.capacity = envOr(
-      "ACCGEN_REMOTE_MEMORY_BYTES",
-      h.params.memoryPerDevice > 0 ? h.params.memoryPerDevice : kDefaultMemory);
-  if (h.count < 0 || h.count > kMaxDevices || h.capacity == 0) {
-    return accErrorInvalidValue;
-  }
-  // Note [Remote device memory]: an inaccessible window per device, with a
-  // gap between windows.
-  const uint64_t rounded =
-      (h.capacity + kWindowAlignment - 1) / kWindowAlignment * kWindowAlignment;
-  h.stride = rounded + kWindowAlignment;
-  if (h.count > 0) {
-    void* reserved = mmap(nullptr, h.stride * h.count, PROT_NONE,
-                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (reserved == MAP_FAILED) {
-      return accErrorMemoryAllocation;
-    }
-    h.window = reinterpret_cast<uint64_t>(reserved);
-  }
+// Note [Where device windows go]
+// The device process maps each device's memory at the addresses the host
+// reserved, so those addresses must be free in both address spaces. Under
+// address-space randomization, the device process's own libraries, stack
+// and heap land anywhere in the usual mmap area, and a window there can
+// collide with them (about one start in a hundred, for two 1 GiB devices).
+// So the host asks for its windows in the middle of the address space,
+// where neither process's loader or allocator places anything (below it:
+// the heap, the program, AddressSanitizer's shadow; above it: the mmap area
+// and AddressSanitizer's allocator at 0x600000000000); and the device
+// process reports whether it mapped them. On a collision the host tries the
+// next span of addresses, kStartAttempts times in all.
+constexpr uint64_t kWindowHint = 0x300000000000ull;
+constexpr int kStartAttempts = 8;
+
+// Spawns the device process for the windows at h.window; its lifeline in
+// `lifeline`. The device's first byte on the lifeline says how its mapping
+// went: kDeviceReady, or kDeviceCollided and it exits.
+accError_t spawnDevice(Host& h, const std::string& program, pid_t& pid,
+                       int& lifeline) {
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
     return accErrorMemoryAllocation;
@@ -214,7 +211,6 @@ accError_t startDevice(Host& h) {
     close(pair[1]);
     pair[1] = moved;
   }
-  const std::string program = deviceProgram();
   std::vector<std::string> args = {program, std::to_string(kChildFd),
                                    std::to_string(h.capacity)};
   for (int d = 0; d < h.count; ++d) {
@@ -236,7 +232,6 @@ accError_t startDevice(Host& h) {
   // Its own process group: a terminal's Ctrl-C is the host's to handle.
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attributes, 0);
-  pid_t pid = 0;
   const int spawned = posix_spawn(&pid, program.c_str(), &actions, &attributes,
                                   argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
@@ -250,14 +245,85 @@ accError_t startDevice(Host& h) {
     close(pair[0]);
     return accErrorNotInitialized;
   }
-  h.device_pid = pid;
-  h.lifeline = pair[0];
-  h.owner = getpid();
-  for (int d = 0; d < h.count; ++d) {
-    h.defaults.push_back(std::make_unique<accStream_st>(
-        accStream_st{static_cast<uint64_t>(d) + 1, d, kLeastPriority}));
-  }
+  lifeline = pair[0];
   return accSuccess;
+}
+
+accError_t startDevice(Host& h) {
+  h.count = static_cast<int>(
+      envOr("ACCGEN_REMOTE_DEVICE_COUNT",
+            h.params.deviceCount > 0 ? h.params.deviceCount : kDefaultDevices));
+  h.capacity = envOr(
+      "ACCGEN_REMOTE_MEMORY_BYTES",
+      h.params.memoryPerDevice > 0 ? h.params.memoryPerDevice : kDefaultMemory);
+  if (h.count < 0 || h.count > kMaxDevices || h.capacity == 0) {
+    return accErrorInvalidValue;
+  }
+  // Note [Remote device memory]: an inaccessible window per device, with a
+  // gap between windows.
+  const uint64_t rounded =
+      (h.capacity + kWindowAlignment - 1) / kWindowAlignment * kWindowAlignment;
+  h.stride = rounded + kWindowAlignment;
+  const uint64_t span = h.stride * static_cast<uint64_t>(h.count);
+  const std::string program = deviceProgram();
+  std::string tried;
+  for (int attempt = 0; attempt < kStartAttempts; ++attempt) {
+    // Note [Where device windows go]: a hint, which the kernel honours
+    // where the range is free in this process.
+    void* reserved = nullptr;
+    if (span > 0) {
+      reserved = mmap(
+          reinterpret_cast<void*>(kWindowHint + attempt * (span + rounded)),
+          span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (reserved == MAP_FAILED) {
+        return accErrorMemoryAllocation;
+      }
+    }
+    h.window = reinterpret_cast<uint64_t>(reserved);
+    pid_t pid = 0;
+    int lifeline = -1;
+    if (accError_t e = spawnDevice(h, program, pid, lifeline);
+        e != accSuccess) {
+      munmap(reserved, span);
+      return e;
+    }
+    char state = 0;
+    if (readAll(lifeline, &state, 1) && state == kDeviceReady) {
+      h.device_pid = pid;
+      h.lifeline = lifeline;
+      h.owner = getpid();
+      for (int d = 0; d < h.count; ++d) {
+        h.defaults.push_back(std::make_unique<accStream_st>(
+            accStream_st{static_cast<uint64_t>(d) + 1, d, kLeastPriority}));
+      }
+      return accSuccess;
+    }
+    close(lifeline);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (span > 0) {
+      munmap(reserved, span);
+    }
+    if (state != kDeviceCollided) {
+      std::fprintf(
+          stderr,
+          "accgen remote driver: the device process %s ended before "
+          "it was ready (%s %d)\n",
+          program.c_str(), WIFSIGNALED(status) ? "signal" : "exit status",
+          WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+      return accErrorNotInitialized;
+    }
+    char address[32];
+    std::snprintf(address, sizeof(address), " 0x%llx",
+                  static_cast<unsigned long long>(h.window));
+    tried += address;
+  }
+  std::fprintf(stderr,
+               "accgen remote driver: the device process could not map device "
+               "memory at any of the windows tried:%s\n",
+               tried.c_str());
+  h.window = 0;
+  return accErrorNotInitialized;
 }
 
 // Starts the device on first use; accErrorNotInitialized in a forked

@@ -15,8 +15,11 @@
 //
 // Usage (the driver spawns it): accgen-remote-device <lifeline fd>
 //   <bytes per device> <window of device 0> [<window of device 1> ...]
-// The lifeline is a socket to the host that carries new connections (one
-// per host thread); when it closes, the host is gone and so is the device.
+// The lifeline is a socket to the host. Its first byte, from here, says
+// whether the windows were mapped (kDeviceReady) or something of this
+// process sat in one (kDeviceCollided, and exit status 3); after that it
+// carries new connections (one per host thread); when it closes, the host
+// is gone and so is the device.
 #include <dlfcn.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -771,15 +774,20 @@ int main(int argc, char** argv) {
              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
              -1, 0);
     if (mapped != reinterpret_cast<void*>(base)) {
-      std::fprintf(stderr,
-                   "accgen-remote-device: cannot map device %d's memory at "
-                   "0x%llx\n",
-                   i - 3, static_cast<unsigned long long>(base));
+      // Something of this process sits there: the host picks other windows
+      // (Note [Where device windows go], client.cpp).
+      if (mapped != MAP_FAILED) {
+        munmap(mapped, capacity);
+      }
+      writeAll(lifeline, &kDeviceCollided, 1);
       return 3;
     }
     dev.memories.push_back(std::make_unique<DeviceMemory>(base, capacity));
     const int device_index = i - 3;
     dev.streams[device_index + 1] = std::make_shared<Stream>(device_index);
+  }
+  if (!writeAll(lifeline, &kDeviceReady, 1)) {
+    return 0;
   }
   // Each message on the lifeline brings one connection. End of stream: the
   // host process is gone, whatever way it went; so is its device.

@@ -51,6 +51,11 @@ enum class Op : uint32_t {
   kLaunchFunction,     // stream, function + payload: argument block
 };
 
+// The device process's first byte on the lifeline, once it has tried to
+// map its devices' windows (Note [Where device windows go], client.cpp).
+constexpr char kDeviceReady = 'R';
+constexpr char kDeviceCollided = 'C';
+
 struct Request {
   Op op;
   int32_t device;

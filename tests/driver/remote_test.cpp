@@ -133,21 +133,32 @@ bool alive(const std::string& pid) {
          line[paren + 2] != 'Z';
 }
 
-TEST(Remote, DeviceProcessDiesWithItsHost) {
+// Runs the disabled test `helper` of this program in a process of its own,
+// with `env` ("NAME=value ...") before it; its output.
+std::string runHelper(const std::string& helper, const std::string& env = "") {
   char self[4096] = {};
-  ASSERT_GT(readlink("/proc/self/exe", self, sizeof(self) - 1), 0);
-  const std::string command =
-      std::string("'") + self +
-      "' --gtest_also_run_disabled_tests"
-      " --gtest_filter=Remote.DISABLED_HelperStartsTheDeviceAndDies 2>&1";
+  if (readlink("/proc/self/exe", self, sizeof(self) - 1) <= 0) {
+    return "";
+  }
+  const std::string command = env + " '" + self +
+                              "' --gtest_also_run_disabled_tests"
+                              " --gtest_filter=Remote." +
+                              helper + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
+  if (pipe == nullptr) {
+    return "";
+  }
   std::string output;
   char buffer[512];
   while (std::fgets(buffer, sizeof(buffer), pipe) != nullptr) {
     output += buffer;
   }
   pclose(pipe);
+  return output;
+}
+
+TEST(Remote, DeviceProcessDiesWithItsHost) {
+  const std::string output = runHelper("DISABLED_HelperStartsTheDeviceAndDies");
   const size_t at = output.find("DEVICE_PID=");
   ASSERT_NE(at, std::string::npos) << output;
   std::string pid;
@@ -159,6 +170,63 @@ TEST(Remote, DeviceProcessDiesWithItsHost) {
   }
   EXPECT_FALSE(alive(pid)) << "device process " << pid
                            << " outlived its killed host";
+}
+
+// Run by the collision tests below with the collider preloaded: the device
+// works wherever its windows ended up.
+TEST(Remote, DISABLED_HelperUsesTheDevice) {
+  void* ptr = nullptr;
+  ASSERT_EQ(accMalloc(&ptr, 4096), accSuccess);
+  ASSERT_EQ(accMemset(ptr, 7, 4096), accSuccess);
+  std::vector<char> back(4096);
+  ASSERT_EQ(accMemcpy(back.data(), ptr, back.size(), accMemcpyDeviceToHost),
+            accSuccess);
+  EXPECT_EQ(back, std::vector<char>(4096, 7));
+  EXPECT_EQ(mappingOf("self", ptr), "---p");
+  EXPECT_EQ(accFree(ptr), accSuccess);
+}
+
+// Run by DeviceThatCannotMapItsMemoryIsAnError: no window works.
+TEST(Remote, DISABLED_HelperCannotStartTheDevice) {
+  void* ptr = nullptr;
+  EXPECT_EQ(accMalloc(&ptr, 64), accErrorNotInitialized);
+  int count = 0;
+  EXPECT_EQ(accGetDeviceCount(&count), accErrorNotInitialized);
+}
+
+// The collider (collide.cpp) in the device process, and what makes it
+// collide; a sanitizer's runtime must otherwise come first.
+std::string collide(const std::string& mode) {
+  return std::string("LD_PRELOAD='") + ACCGEN_TEST_COLLIDER +
+         "' ACCGEN_TEST_COLLIDE='" + mode +
+         "' ASAN_OPTIONS=\"${ASAN_OPTIONS}:verify_asan_link_order=0\"";
+}
+
+// Note [Where device windows go]: a device process that finds something of
+// its own in a window is replaced by one at other addresses.
+TEST(Remote, DeviceWindowsThatCollideMove) {
+  char once[] = "/tmp/accgen-collide-XXXXXX";
+  const int fd = mkstemp(once);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  const std::string output =
+      runHelper("DISABLED_HelperUsesTheDevice", collide(once));
+  // The first device process removed the file and collided.
+  EXPECT_NE(access(once, F_OK), 0) << "the collider did not run";
+  unlink(once);
+  EXPECT_NE(output.find("[  PASSED  ] 1 test"), std::string::npos) << output;
+  EXPECT_EQ(output.find("could not map"), std::string::npos) << output;
+}
+
+TEST(Remote, DeviceThatCannotMapItsMemoryIsAnError) {
+  const std::string output =
+      runHelper("DISABLED_HelperCannotStartTheDevice", collide("always"));
+  EXPECT_NE(output.find("[  PASSED  ] 1 test"), std::string::npos) << output;
+  // Each window tried is named; none is the host's usual mmap area.
+  EXPECT_NE(output.find("the device process could not map device memory at "
+                        "any of the windows tried: 0x3"),
+            std::string::npos)
+      << output;
 }
 
 }  // namespace
