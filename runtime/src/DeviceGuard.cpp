@@ -57,6 +57,9 @@ constexpr int slotOf(c10::StreamId id) {
 }
 
 struct DeviceStreams {
+  // The driver's default stream, one handle for the life of the process
+  // (accGetDefaultStream): asked for once, as every launch needs it.
+  std::atomic<accStream_t> default_stream{nullptr};
   std::once_flag created;
   std::array<std::array<accStream_t, kMaxPerPool>, kNumPools> streams{};
   std::array<std::atomic<std::uint32_t>, kNumPools> next{};
@@ -114,8 +117,12 @@ accStream_t nativeStream(const c10::Stream& stream) {
   const StreamPool pool = poolOf(id);
   const int slot = slotOf(id);
   if (pool == StreamPool::kDefault && slot == 0) {
-    accStream_t handle = nullptr;
-    ACCGEN_CHECK(accGetDefaultStream(device, &handle));
+    std::atomic<accStream_t>& known = deviceStreams()[device]->default_stream;
+    accStream_t handle = known.load(std::memory_order_acquire);
+    if (C10_UNLIKELY(handle == nullptr)) {
+      ACCGEN_CHECK(accGetDefaultStream(device, &handle));
+      known.store(handle, std::memory_order_release);
+    }
     return handle;
   }
   TORCH_CHECK(

@@ -676,3 +676,28 @@ def test_stub_loops_refuse_to_cast(device):
     with pytest.raises(RuntimeError, match="stub loop computes in Float but "
                        "an operand is Long"):
         torch.sin(torch.arange(4).to(device))
+
+
+def test_the_same_memory_in_other_shapes_and_dtypes(device):
+    # Note [Host storage reuse]: an alias that last held the same memory is
+    # taken again and only what changed is set on it, so the same device
+    # bytes seen with other sizes, strides, offsets or dtypes in turn must
+    # each compute as on the CPU.
+    x = make((64,), torch.float32, seed=1)
+    y = make((64,), torch.float32, seed=2)
+    dx, dy = x.to(device), y.to(device)
+    views = [
+        lambda t: t,
+        lambda t: t.view(8, 8),
+        lambda t: t.view(8, 8).t(),
+        lambda t: t[:32],
+        lambda t: t[::2],
+        lambda t: t.view(torch.int32),
+        lambda t: t,
+    ]
+    for _ in range(2):
+        for view in views:
+            expected = torch.mul(view(x), view(y))
+            got = torch.mul(view(dx), view(dy))
+            assert got.device.type == device
+            torch.testing.assert_close(got.cpu(), expected, rtol=0, atol=0)

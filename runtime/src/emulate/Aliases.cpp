@@ -37,7 +37,9 @@ at::Tensor tensorOver(c10::Storage storage, c10::DispatchKey key,
 // left as it was made (the same dispatch keys, so no conjugate or negative
 // bit and not an inference tensor; not a wrapped number; no autograd
 // metadata, Python object or backend metadata), at the next device memory
-// to alias. That spares two heap allocations and releases, the TensorImpl
+// to alias, preferring one that last held the same memory (the arguments
+// of a loop's operators come back call after call) and setting only what
+// changed. That spares two heap allocations and releases, the TensorImpl
 // and its StorageImpl, and their construction, for each tensor argument of
 // every emulated call. A storage a CPU kernel moved to host memory (an out=
 // it grew) releases that memory when it is pointed elsewhere.
@@ -46,17 +48,36 @@ class HostAliases {
   at::Tensor take(void* data, std::size_t nbytes, const at::Tensor& like) {
     const bool inference = c10::InferenceMode::is_enabled();
     if (!inference) {
+      c10::intrusive_ptr<c10::TensorImpl>* chosen = nullptr;
       for (c10::intrusive_ptr<c10::TensorImpl>& impl : kept_) {
-        if (impl && idle(*impl, impl.use_count(), impl.weak_use_count())) {
-          c10::StorageImpl* storage = impl->storage().unsafeGetStorageImpl();
+        const bool same = impl && impl->unsafe_storage().data() == data;
+        if ((same || chosen == nullptr) && impl &&
+            idle(*impl, impl.use_count(), impl.weak_use_count())) {
+          chosen = &impl;
+          if (same) {
+            break;
+          }
+        }
+      }
+      if (chosen != nullptr) {
+        c10::TensorImpl* impl = chosen->get();
+        c10::StorageImpl* storage =
+            impl->unsafe_storage().unsafeGetStorageImpl();
+        if (storage->data() != data) {
           storage->set_data_ptr_noswap(
               c10::DataPtr(data, c10::Device(c10::kCPU)));
-          storage->set_nbytes(nbytes);
-          impl->set_storage_and_dtype(impl->storage(), like.dtype());
+        }
+        storage->set_nbytes(nbytes);
+        if (impl->dtype() != like.dtype()) {
+          impl->set_storage_and_dtype(impl->unsafe_storage(), like.dtype());
+        }
+        if (impl->sizes() != like.sizes() ||
+            impl->strides() != like.strides() ||
+            impl->storage_offset() != like.storage_offset()) {
           impl->set_sizes_and_strides(like.sizes(), like.strides(),
                                       like.storage_offset());
-          return at::Tensor(impl);
         }
+        return at::Tensor(*chosen);
       }
     }
     // Resizable through the CPU allocator: an out= argument that the CPU
@@ -81,9 +102,9 @@ class HostAliases {
 
   bool idle(c10::TensorImpl& impl, std::size_t uses,
             std::size_t weak_uses) const {
-    return uses == 1 && weak_uses == 1 && impl.storage().use_count() == 1 &&
-           impl.key_set() == keys_ && !impl.is_wrapped_number() &&
-           impl.autograd_meta() == nullptr &&
+    return uses == 1 && weak_uses == 1 &&
+           impl.unsafe_storage().use_count() == 1 && impl.key_set() == keys_ &&
+           !impl.is_wrapped_number() && impl.autograd_meta() == nullptr &&
            impl.pyobj_slot()->load_pyobj() == nullptr &&
            impl.get_backend_meta_intrusive_ptr() == nullptr;
   }
@@ -120,10 +141,15 @@ void checkInBounds(const at::TensorBase& t) {
   if (!t.defined() || t.numel() == 0) {
     return;
   }
-  const std::size_t held = t.storage().nbytes();
-  const std::size_t needed = at::detail::computeStorageNbytes(
-      t.sizes(), t.strides(), t.itemsize(),
-      static_cast<std::size_t>(t.storage_offset()));
+  const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  const std::size_t held = impl->storage().nbytes();
+  // Contiguous from the storage's start, as most are: its elements' bytes.
+  const std::size_t needed =
+      impl->storage_offset() == 0 && impl->is_contiguous()
+          ? static_cast<std::size_t>(impl->numel()) * impl->itemsize()
+          : at::detail::computeStorageNbytes(
+                t.sizes(), t.strides(), t.itemsize(),
+                static_cast<std::size_t>(t.storage_offset()));
   TORCH_CHECK(needed <= held, "a ", kDeviceName, " tensor of sizes ", t.sizes(),
               ", strides ", t.strides(), " and storage offset ",
               t.storage_offset(), " needs a storage of ", needed,
@@ -332,7 +358,7 @@ at::Tensor AliasSet::alias(const at::Tensor& device, bool written,
   if (!host.defined()) {
     void* data = impl->mutable_data();
     host = hostAlias(data, impl->nbytes(), device);
-    storages_.emplace_back(impl, host.storage());
+    storages_.emplace_back(impl, host.unsafeGetTensorImpl()->unsafe_storage());
     if (data != nullptr) {
       buffers_.push_back(data);
     }

@@ -109,7 +109,12 @@ bool launchIfSmall(const AliasSet& aliases, bool may_queue,
 // Rule 1: through the out= overload into results allocated on the device;
 // false when the out= kernel resized one (rule 2).
 bool runThroughOut(Rule& rule, Call& call, const ShapeCache::Results& shapes) {
-  const c10::DeviceGuard guard(c10::Device(kDeviceType, deviceOf(call)));
+  // The results are allocated on the call's device.
+  const c10::DeviceIndex device = deviceOf(call);
+  std::optional<c10::DeviceGuard> guard;
+  if (device != currentDevice()) {
+    guard.emplace(c10::Device(kDeviceType, device));
+  }
   c10::SmallVector<at::Tensor, 2> results;
   for (const ShapeCache::Result& r : shapes) {
     results.push_back(allocateResult(r.sizes, r.strides, r.dtype));
@@ -120,7 +125,7 @@ bool runThroughOut(Rule& rule, Call& call, const ShapeCache::Results& shapes) {
   for (const at::Tensor& r : results) {
     outs.push_back(aliases.alias(r, /*written=*/true, /*borrowed=*/true));
   }
-  aliases.setDeviceIfUnset(guard.current_device().index());
+  aliases.setDeviceIfUnset(device);
   // Queued once the out= kernel is known to keep the meta shapes, or in a
   // graph capture, which can only queue (the kernel's check of the written
   // geometry then reports a resize at the first replay).
@@ -393,17 +398,21 @@ bool keyArg(ShapeCache::Key& key, const at::Tensor& t) {
     key.push_back(20);
     return true;
   }
-  if (t.layout() != c10::kStrided) {
+  const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  if (impl->layout() != c10::kStrided) {
     return false;
   }
-  const int64_t flags = (t.unsafeGetTensorImpl()->is_wrapped_number() ? 1 : 0) |
-                        (t.is_conj() ? 2 : 0) | (t.is_neg() ? 4 : 0);
+  const int64_t flags = (impl->is_wrapped_number() ? 1 : 0) |
+                        (impl->is_conj() ? 2 : 0) | (impl->is_neg() ? 4 : 0);
+  const c10::IntArrayRef sizes = impl->sizes();
+  const c10::IntArrayRef strides = impl->strides();
   key.insert(key.end(),
-             {21, static_cast<int64_t>(t.device().type()),
-              static_cast<int64_t>(t.scalar_type()), flags, t.dim()});
-  key.append(t.sizes().begin(), t.sizes().end());
-  key.append(t.strides().begin(), t.strides().end());
-  key.push_back(t.storage_offset());
+             {21, static_cast<int64_t>(impl->device_type()),
+              static_cast<int64_t>(c10::typeMetaToScalarType(impl->dtype())),
+              flags, static_cast<int64_t>(sizes.size())});
+  key.append(sizes.begin(), sizes.end());
+  key.append(strides.begin(), strides.end());
+  key.push_back(impl->storage_offset());
   return true;
 }
 

@@ -170,7 +170,8 @@ accError_t accStreamWaitEvent(accStream_t stream, accEvent_t event,
                               unsigned flags);
 accError_t accStreamGetDevice(accStream_t stream, int* device);
 accError_t accStreamGetPriority(accStream_t stream, int* priority);
-/* The default stream of `device` (never NULL on success). */
+/* The default stream of `device` (never NULL on success): the same handle
+ * for the life of the process, which the runtime keeps. */
 accError_t accGetDefaultStream(int device, accStream_t* stream);
 /* --8<-- [end:driver-streams] */
 
