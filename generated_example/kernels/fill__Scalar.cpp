@@ -6,12 +6,14 @@
 // The dispatcher calls it for fill_.Scalar and, through the wrappers in
 // csrc/ops/RegisterKernels.cpp, for fill.Scalar.
 //
-// A device kernel written against the driver interface alone: it walks the
-// elements of `self` (any strides) and stores the value, asynchronously on
-// the current stream, the way a kernel on real hardware would run. Its
+// A device kernel written against the driver interface alone: it stores the
+// value over a dense tensor's memory in one run, or walks the elements of
+// `self` (any strides), asynchronously on the current stream, the way a
+// kernel on real hardware would run. Its
 // parameters travel with the launch (accLaunchKernelOwned), which frees them
 // once the driver needs them no more: after the kernel ran, or, when a
 // graph captured it, once the graph is gone.
+#include <algorithm>
 #include <cstdint>
 
 #include <ATen/Dispatch_v2.h>
@@ -43,6 +45,12 @@ accError_t fillKernel(void* user_data) {
   int64_t numel = 1;
   for (int d = 0; d < p->dims; ++d) {
     numel *= p->sizes[d];
+  }
+  // Dense memory (the launch folds a dense tensor into one dimension): one
+  // run of stores, which the compiler vectorizes.
+  if (p->dims == 1 && p->strides[0] == 1) {
+    std::fill_n(p->data, numel, p->value);
+    return accSuccess;
   }
   // An odometer over the dimensions, the last one fastest.
   int64_t offset = 0;
@@ -76,10 +84,16 @@ at::Tensor& kernel_fill__Scalar(at::Tensor& self, const at::Scalar& value) {
       self.scalar_type(), "fill_", AT_WRAP([&] {
         auto* launch = new FillLaunch<scalar_t>{
             self.data_ptr<scalar_t>(), value.to<scalar_t>(), 0, {}, {}};
-        for (int64_t d = 0; d < self.dim(); ++d) {
-          if (self.size(d) != 1) {
-            launch->sizes.push_back(self.size(d));
-            launch->strides.push_back(self.stride(d));
+        if (self.is_non_overlapping_and_dense()) {
+          // Its elements fill [data, data + numel) in some order.
+          launch->sizes.push_back(self.numel());
+          launch->strides.push_back(1);
+        } else {
+          for (int64_t d = 0; d < self.dim(); ++d) {
+            if (self.size(d) != 1) {
+              launch->sizes.push_back(self.size(d));
+              launch->strides.push_back(self.stride(d));
+            }
           }
         }
         launch->dims = static_cast<int>(launch->sizes.size());

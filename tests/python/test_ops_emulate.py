@@ -701,3 +701,28 @@ def test_the_same_memory_in_other_shapes_and_dtypes(device):
             got = torch.mul(view(dx), view(dy))
             assert got.device.type == device
             torch.testing.assert_close(got.cpu(), expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool])
+def test_fill_over_every_layout(device, dtype):
+    # The example's fill_ kernel stores a dense tensor's memory in one run
+    # and walks any other layout element by element.
+    value = True if dtype == torch.bool else 3
+    layouts_of = {
+        "contiguous": lambda t: t,
+        "transposed": lambda t: t.transpose(0, 2),
+        "channels_last": lambda t: t.contiguous(
+            memory_format=torch.channels_last),
+        "offset": lambda t: t[1:],
+        "stepped": lambda t: t[:, ::2],
+    }
+    for name, layout in layouts_of.items():
+        cpu = layout(torch.zeros(3, 4, 5, 6, dtype=dtype))
+        dev = layout(torch.zeros(3, 4, 5, 6, dtype=dtype, device=device))
+        cpu.fill_(value)
+        dev.fill_(value)
+        # The whole storage: a fill must not reach past its tensor's elements.
+        whole_cpu = torch.tensor([], dtype=dtype).set_(cpu.untyped_storage())
+        whole_dev = torch.tensor([], dtype=dtype, device=device).set_(
+            dev.untyped_storage())
+        assert torch.equal(whole_dev.cpu(), whole_cpu), name
