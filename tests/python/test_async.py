@@ -181,3 +181,58 @@ def test_queued_work_keeps_grad_mode_and_autograd(device, mod, warm):
     wc = w.detach().cpu().requires_grad_()
     torch.softmax(x.cpu() @ wc, 1).sum().backward()
     torch.testing.assert_close(w.grad.cpu(), wc.grad)
+
+
+def test_unlisted_operators_learn_their_shapes_and_queue(device, mod):
+    # Note [Learned shapes]: searchsorted and native_batch_norm (which
+    # writes its running statistics) are not structured, so the emulate
+    # fallback that catches them has no shape function. The first call with
+    # a key runs the CPU kernel and copies its results; the next runs the
+    # out= overload into results allocated with the shapes it learned; from
+    # then on such calls are queued behind the stream's work.
+    torch.manual_seed(0)
+    seq = torch.sort(torch.randn(100)).values
+    q = torch.randn(10, 10)
+    x = torch.randn(4, 3, 5, 5)
+    weight, bias = torch.rand(3) + 0.5, torch.randn(3)
+    mean, var = torch.zeros(3), torch.ones(3)
+    dseq, dq, dx = seq.to(device), q.to(device), x.to(device)
+    dweight, dbias = weight.to(device), bias.to(device)
+    dmean, dvar = mean.to(device), var.to(device)
+
+    def work(seq, q, x, weight, bias, mean, var):
+        found = torch.searchsorted(seq, q, right=True)
+        y, save_mean, save_invstd = torch.native_batch_norm(
+            x, weight, bias, mean, var, True, 0.1, 1e-5)
+        return found, y, save_mean, save_invstd
+
+    for _ in range(2):
+        work(dseq, dq, dx, dweight, dbias, dmean, dvar)
+    mod.synchronize()
+    before = mod.fallback_counts()["emulate"]
+
+    out, host = _host_time(
+        mod, lambda: work(dseq, dq, dx, dweight, dbias, dmean, dvar))
+    assert host < HOST_BUDGET_S, f"the host waited {host:.3f} s"
+    assert not mod.current_stream().query(), "the held stream was done early"
+    mod.synchronize()
+    after = mod.fallback_counts()["emulate"]
+    for op in ("aten::searchsorted.Tensor", "aten::native_batch_norm"):
+        assert after[op] == before[op] + 1, (op, before, after)
+
+    ref = None
+    for _ in range(3):  # the CPU's running statistics after three calls
+        ref = work(seq, q, x, weight, bias, mean, var)
+    for got, want in zip(out, ref):
+        torch.testing.assert_close(got.cpu(), want)
+        assert got.stride() == want.stride() and got.dtype == want.dtype
+    torch.testing.assert_close(dmean.cpu(), mean)
+    torch.testing.assert_close(dvar.cpu(), var)
+
+    # Another key learns afresh: another dtype and shape of the values.
+    q32 = torch.randn(7, dtype=torch.float64)
+    for _ in range(3):
+        got = torch.searchsorted(dseq.double(), q32.to(device), out_int32=True)
+        torch.testing.assert_close(
+            got.cpu(), torch.searchsorted(seq.double(), q32, out_int32=True))
+        assert got.shape == (7,) and got.dtype == torch.int32

@@ -405,6 +405,7 @@ bool AliasSet::reconcileWritten() {
 }
 
 at::Tensor AliasSet::toDevice(const at::Tensor& result) {
+  ++mapped_;
   if (!result.defined() || result.device().type() != c10::kCPU) {
     return result;
   }
@@ -422,7 +423,9 @@ at::Tensor AliasSet::toDevice(const at::Tensor& result) {
                         result.storage_offset());
     }
   }
-  return copies_.add(result, c10::Device(kDeviceType, device_));
+  at::Tensor copy = copies_.add(result, c10::Device(kDeviceType, device_));
+  collectShapes(copy, fresh_);
+  return copy;
 }
 
 void AliasSet::launchCopies() {

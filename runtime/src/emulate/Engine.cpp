@@ -52,13 +52,22 @@ c10::DeviceIndex deviceOf(const Call& call) {
 }
 
 // The results' shapes, from the cache or the shape function; false when
-// the shape function raised (rule 2).
-bool shapesOf(Rule& rule, Call& call, ShapeCache::Results& shapes) {
+// the shape function raised (rule 2), or, for a rule that learns its
+// shapes, when none were learned for the call's key, which then goes to
+// `learn` if the call is keyed (Note [Learned shapes]).
+bool shapesOf(Rule& rule, Call& call, ShapeCache::Results& shapes,
+              std::optional<ShapeCache::Key>* learn = nullptr) {
   ShapeCache::Key key;
   keyDefaults(key);
   const bool keyed = call.key(key);
   if (keyed && rule.shapes.lookup(key, shapes)) {
     return true;
+  }
+  if (rule.learns_shapes) {
+    if (keyed && learn != nullptr) {
+      learn->emplace(std::move(key));
+    }
+    return false;
   }
   try {
     call.shapes(shapes);
@@ -277,8 +286,10 @@ bool queueFunctionalInCapture(Rule& rule, Call& call) {
   return true;
 }
 
-// Rule 3: the CPU kernel on host aliases.
-void runDirect(Rule& rule, Call& call) {
+// Rule 3: the CPU kernel on host aliases. With `learn`, the shapes of its
+// results, when all are fresh, are kept under that key for rule 1.
+void runDirect(Rule& rule, Call& call,
+               std::optional<ShapeCache::Key> learn = std::nullopt) {
   if (rule.results == Rule::Results::kOther &&
       queueFunctionalInCapture(rule, call)) {
     return;
@@ -309,6 +320,10 @@ void runDirect(Rule& rule, Call& call) {
   aliases.reconcileWritten();
   call.mapResults(aliases);
   aliases.launchCopies();
+  ShapeCache::Results learned;
+  if (learn.has_value() && aliases.freshResults(learned)) {
+    rule.shapes.insert(std::move(*learn), learned);
+  }
 }
 
 }  // namespace
@@ -324,13 +339,15 @@ void run(Rule& rule, Call& call) {
   if (rule.random_without_generator) {
     generator.emplace(deviceOf(call));
   }
+  std::optional<ShapeCache::Key> learn;
   if (rule.via_out.load(std::memory_order_relaxed)) {
     ShapeCache::Results shapes;
-    if (shapesOf(rule, call, shapes) && runThroughOut(rule, call, shapes)) {
+    if (shapesOf(rule, call, shapes, &learn) &&
+        runThroughOut(rule, call, shapes)) {
       return;
     }
   }
-  runDirect(rule, call);
+  runDirect(rule, call, std::move(learn));
 }
 
 void collectShapes(const at::Tensor& meta, ShapeCache::Results& out) {
@@ -338,6 +355,22 @@ void collectShapes(const at::Tensor& meta, ShapeCache::Results& out) {
                  c10::SmallVector<int64_t, 5>(meta.strides()),
                  meta.scalar_type()});
 }
+
+// Note [Learned shapes]
+// An operator without a C++ shape function (every operator the emulate
+// fallback catches, and listed operators that are not structured, like
+// native_batch_norm) learns its result shapes from its own CPU kernel: the
+// first call with a key runs as rule 3, and when all its results were
+// fresh host memory copied to the device, their sizes, strides and dtypes
+// are kept in the shape cache under the call's key. A later call with the
+// same key runs as rule 1, through the out= overload into results
+// allocated with those shapes, with no copy, and may be queued. The key
+// holds everything a shape computation reads (Note [Shape cache]), so the
+// shapes are those the CPU kernel gives; an operator whose shapes depend
+// on more than that (random draws, a device argument, CPU tensors by
+// design, data-dependent shapes, which carry dynamic_output_shape) learns
+// nothing, and an out= kernel that resizes a result all the same sends the
+// operator to rule 3 for good (rule 2).
 
 // Note [Shape cache]
 // A functional operator computed through its out= overload gets its

@@ -188,7 +188,8 @@ Rule::Results resultsOf(const c10::FunctionSchema& schema) {
 // representations]) changes nothing of it.
 //  1. A functional operator whose registration brings its C++ shape
 //     function (at::meta::X: the generated registrations bring it for the
-//     functional member of a structured group), whose results are new
+//     functional member of a structured group), or that ran before with
+//     the same key (Note [Learned shapes]), whose results are new
 //     tensors and whose result shapes do not depend on the data (no
 //     dynamic_output_shape tag), and that has an out= overload with a CPU
 //     kernel taking the same arguments (by name and type, in their order)
@@ -237,7 +238,18 @@ Rule::Rule(const c10::OperatorHandle& handle, bool has_shape)
     }
   }
   functional = computableThroughOut(op);
-  if (!has_shape || !functional) {
+  if (!functional) {
+    return;
+  }
+  // Note [Learned shapes]: an operator whose results would depend on more
+  // than its key (random draws, a device argument, CPU tensors by design)
+  // learns nothing.
+  const bool learns =
+      !has_shape && !random_without_generator && !has_generator &&
+      !allows_cpu_tensors &&
+      std::none_of(kinds.begin(), kinds.end(),
+                   [](ArgKind k) { return k == ArgKind::kDevice; });
+  if (!has_shape && !learns) {
     return;
   }
   out = outOverloadFor(op);
@@ -253,6 +265,7 @@ Rule::Rule(const c10::OperatorHandle& handle, bool has_shape)
       return;
     }
   }
+  learns_shapes = learns;
   via_out.store(true);
 }
 

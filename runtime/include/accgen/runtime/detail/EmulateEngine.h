@@ -85,6 +85,28 @@ class HostGenerators {
 
 namespace detail {
 
+/// Note [Shape cache] in src/emulate/Engine.cpp: an operator's result
+/// shapes for the last few distinct calls, by a key of its arguments.
+class ShapeCache {
+ public:
+  using Key = c10::SmallVector<int64_t, 32>;
+  struct Result {
+    c10::SmallVector<int64_t, 5> sizes;
+    c10::SmallVector<int64_t, 5> strides;
+    c10::ScalarType dtype;
+  };
+  using Results = c10::SmallVector<Result, 1>;
+
+  bool lookup(const Key& key, Results& out) const;
+  void insert(Key key, const Results& results);
+
+ private:
+  static constexpr std::size_t kEntries = 8;
+  mutable std::mutex mutex_;
+  std::vector<std::pair<Key, Results>> entries_;
+  std::size_t next_ = 0;
+};
+
 /// The device tensors of one call and their host aliases. Device tensors
 /// that share a storage get aliases that share one host storage, so the CPU
 /// kernel's overlap checks see what the device tensors share.
@@ -105,6 +127,15 @@ class AliasSet {
   at::Tensor toDevice(const at::Tensor& result);
   /// Queues the copies of the results toDevice() made.
   void launchCopies();
+  /// The shapes of the results toDevice() was given, when every one of
+  /// them was fresh host memory it copied (Note [Learned shapes]).
+  bool freshResults(ShapeCache::Results& out) const {
+    if (mapped_ == 0 || fresh_.size() != mapped_) {
+      return false;
+    }
+    out = fresh_;
+    return true;
+  }
   c10::DeviceIndex device() const { return device_; }
   void setDeviceIfUnset(c10::DeviceIndex device) {
     if (device_ < 0) {
@@ -140,28 +171,9 @@ class AliasSet {
   c10::DeviceIndex device_ = -1;
   std::size_t bytes_ = 0;
   DeviceCopies copies_;
-};
-
-/// Note [Shape cache] in src/emulate/Engine.cpp: an operator's result
-/// shapes for the last few distinct calls, by a key of its arguments.
-class ShapeCache {
- public:
-  using Key = c10::SmallVector<int64_t, 32>;
-  struct Result {
-    c10::SmallVector<int64_t, 5> sizes;
-    c10::SmallVector<int64_t, 5> strides;
-    c10::ScalarType dtype;
-  };
-  using Results = c10::SmallVector<Result, 1>;
-
-  bool lookup(const Key& key, Results& out) const;
-  void insert(Key key, const Results& results);
-
- private:
-  static constexpr std::size_t kEntries = 8;
-  mutable std::mutex mutex_;
-  std::vector<std::pair<Key, Results>> entries_;
-  std::size_t next_ = 0;
+  // The results toDevice() was given, and the shapes of those it copied.
+  std::size_t mapped_ = 0;
+  ShapeCache::Results fresh_;
 };
 
 /// The start of every shape key: torch's default dtypes (Engine.cpp).
