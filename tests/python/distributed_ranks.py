@@ -1,9 +1,9 @@
 """The rank side of test_distributed.py: one scenario in one rank process.
 
-    python distributed_ranks.py SCENARIO RANK WORLD_SIZE PORT DEVICE
+    python distributed_ranks.py SCENARIO RANK WORLD_SIZE STORE DEVICE
 
-Each scenario joins a process group of WORLD_SIZE ranks on the loopback
-store at PORT, runs on DEVICE, checks its own results against the same
+Each scenario joins a process group of WORLD_SIZE ranks that meet in the
+file store at the path STORE (Gloo's connections are on loopback), runs on DEVICE, checks its own results against the same
 computation done in this process on CPU, and exits 0 only if every check
 passed. Under torchrun (no arguments), RANK, WORLD_SIZE and the store come
 from the environment and the scenario is "ddp_torchrun".
@@ -533,9 +533,9 @@ def main() -> None:
         device = os.environ["ACCGEN_TEST_DEVICE"]
         init_method = "env://"
     else:
-        scenario, rank, world, port, device = sys.argv[1:6]
+        scenario, rank, world, store, device = sys.argv[1:6]
         rank, world = int(rank), int(world)
-        init_method = f"tcp://127.0.0.1:{port}"
+        init_method = f"file://{store}"
     mod = getattr(torch, device)
     mod.set_device(rank % mod.device_count())
     backend = None

@@ -6,9 +6,11 @@ bounded in time."""
 
 import os
 import pathlib
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 
 import pytest
 import torch
@@ -25,12 +27,14 @@ def _free_port() -> int:
 
 def run_ranks(device: str, package: str, scenario: str,
               timeout: float = 120, env: dict | None = None) -> list[str]:
-    port = _free_port()
+    # The ranks meet in a file store of their own: a port found free here
+    # could be taken by another test's process before rank 0 binds it.
+    store = pathlib.Path(tempfile.mkdtemp(prefix="accgen-ranks-")) / "store"
     environ = dict(os.environ, ACCGEN_TEST_PACKAGE=package, **(env or {}))
     procs = [
         subprocess.Popen(
             [sys.executable, str(RANKS), scenario, str(rank), str(WORLD),
-             str(port), device],
+             str(store), device],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             env=environ)
         for rank in range(WORLD)
@@ -42,6 +46,7 @@ def run_ranks(device: str, package: str, scenario: str,
     finally:
         for proc in procs:
             proc.kill()
+        shutil.rmtree(store.parent, ignore_errors=True)
     for rank, (proc, out) in enumerate(zip(procs, outputs)):
         assert proc.returncode == 0, f"rank {rank} of {scenario} failed:\n{out}"
     return outputs
