@@ -236,3 +236,32 @@ def test_unlisted_operators_learn_their_shapes_and_queue(device, mod):
         torch.testing.assert_close(
             got.cpu(), torch.searchsorted(seq.double(), q32, out_int32=True))
         assert got.shape == (7,) and got.dtype == torch.int32
+
+
+def test_functional_operators_without_out_forms_learn_and_queue(device, mod):
+    # Note [Learned shapes]: native_layer_norm (listed emulate) has no out=
+    # overload with a CPU kernel. A call that does not run at once (its
+    # stream is busy) learns its shapes; a later one is queued, its CPU
+    # kernel's results copied into device results of those shapes.
+    torch.manual_seed(0)
+    x = torch.randn(64, 32)
+    w, b = torch.rand(32) + 0.5, torch.randn(32)
+    dx, dw, db = x.to(device), w.to(device), b.to(device)
+
+    def work(x, w, b):
+        return torch.native_layer_norm(x, (32,), w, b, 1e-5)
+
+    mod._sleep(50)
+    work(dx, dw, db)  # waits for the stream, and learns
+    mod.synchronize()
+    out, host = _host_time(mod, lambda: work(dx, dw, db))
+    assert host < HOST_BUDGET_S, f"the host waited {host:.3f} s"
+    assert not mod.current_stream().query(), "the held stream was done early"
+    mod.synchronize()
+    for got, want in zip(out, work(x, w, b)):
+        torch.testing.assert_close(got.cpu(), want)
+        assert got.stride() == want.stride() and got.dtype == want.dtype
+    # An error of the queued kernel still raises at the next
+    # synchronization: a key it has not learned runs at its call instead.
+    with pytest.raises(RuntimeError, match="normalized_shape"):
+        torch.native_layer_norm(dx, (31,), dw, db, 1e-5)

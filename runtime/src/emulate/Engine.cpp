@@ -253,6 +253,26 @@ bool queueInPlace(Rule& rule, Call& call, AliasSet& aliases) {
   return true;
 }
 
+// Queues the functional CPU kernel of `rule` on the call's host aliases,
+// its results copied into results allocated on the device with `shapes`.
+void queueFunctional(Rule& rule, Call& call, AliasSet& aliases,
+                     const ShapeCache::Results& shapes) {
+  c10::SmallVector<at::Tensor, 2> results;
+  c10::SmallVector<at::Tensor, 2> into;
+  {
+    const c10::DeviceGuard guard(c10::Device(kDeviceType, aliases.device()));
+    for (const ShapeCache::Result& r : shapes) {
+      results.push_back(allocateResult(r.sizes, r.strides, r.dtype));
+      into.push_back(
+          aliases.alias(results.back(), /*written=*/true, /*borrowed=*/true));
+    }
+  }
+  auto kernel = queuedKernel(rule.op, call, aliases);
+  kernel->results = std::move(into);
+  launchQueued(aliases.device(), aliases.buffers(), std::move(kernel));
+  call.takeResults(results);
+}
+
 // Rule 3 in a graph capture, which can only queue (Note [Device graphs]):
 // a functional operator that rule 1 does not compute (its out= kernel
 // resized its results, as mse_loss's does, or it has no C++ shape function,
@@ -267,22 +287,35 @@ bool queueFunctionalInCapture(Rule& rule, Call& call) {
   const c10::DeviceGuard guard(c10::Device(kDeviceType, deviceOf(call)));
   AliasSet aliases;
   call.alias(aliases);
+  aliases.setDeviceIfUnset(guard.current_device().index());
   ShapeCache::Results shapes;
   if (!shapesToQueue(rule, call, shapes)) {
     return false;
   }
-  c10::SmallVector<at::Tensor, 2> results;
-  c10::SmallVector<at::Tensor, 2> into;
-  for (const ShapeCache::Result& r : shapes) {
-    results.push_back(allocateResult(r.sizes, r.strides, r.dtype));
-    into.push_back(
-        aliases.alias(results.back(), /*written=*/true, /*borrowed=*/true));
+  queueFunctional(rule, call, aliases, shapes);
+  return true;
+}
+
+// Rule 3, queued, for a functional operator without an out= overload that
+// learned its shapes (Note [Learned shapes]): with the shapes learned for
+// the call's key, its CPU kernel is queued as in a capture, and true; else
+// false, with `learn` holding the key to learn under, when it has one.
+bool queueLearned(Rule& rule, Call& call, AliasSet& aliases,
+                  std::optional<ShapeCache::Key>& learn) {
+  if (!queueable(rule)) {
+    return false;
   }
-  aliases.setDeviceIfUnset(guard.current_device().index());
-  auto kernel = queuedKernel(rule.op, call, aliases);
-  kernel->results = std::move(into);
-  launchQueued(aliases.device(), aliases.buffers(), std::move(kernel));
-  call.takeResults(results);
+  ShapeCache::Key key;
+  keyDefaults(key);
+  if (!call.key(key)) {
+    return false;
+  }
+  ShapeCache::Results shapes;
+  if (!rule.shapes.lookup(key, shapes)) {
+    learn.emplace(std::move(key));
+    return false;
+  }
+  queueFunctional(rule, call, aliases, shapes);
   return true;
 }
 
@@ -307,10 +340,17 @@ void runDirect(Rule& rule, Call& call,
         queueable(rule) &&
         (rule.has_shape_function || graphCaptureInProgress()) &&
         rule.results == Rule::Results::kArguments;
+    // Note [Learned shapes]: without an out= overload, a functional
+    // operator may be queued once it learned its shapes.
+    const bool may_queue_learned = rule.results == Rule::Results::kOther &&
+                                   rule.learns_shapes && !rule.out.has_value();
     bool resized = false;
-    if (!launchIfSmall(aliases, may_queue, fn, /*fresh_results=*/false,
-                       resized)) {
+    if (!launchIfSmall(aliases, may_queue || may_queue_learned, fn,
+                       /*fresh_results=*/false, resized)) {
       if (may_queue && queueInPlace(rule, call, aliases)) {
+        return;
+      }
+      if (may_queue_learned && queueLearned(rule, call, aliases, learn)) {
         return;
       }
       launchAndWait(aliases.device(), aliases.buffers(), fn,
@@ -364,7 +404,11 @@ void collectShapes(const at::Tensor& meta, ShapeCache::Results& out) {
 // fresh host memory copied to the device, their sizes, strides and dtypes
 // are kept in the shape cache under the call's key. A later call with the
 // same key runs as rule 1, through the out= overload into results
-// allocated with those shapes, with no copy, and may be queued. The key
+// allocated with those shapes, with no copy, and may be queued. An
+// operator without an out= overload (native_layer_norm) learns the same
+// way from calls that do not run at once on an idle stream: a later such
+// call is queued, its CPU kernel's results copied into results allocated
+// on the device with the learned shapes (as in a graph capture). The key
 // holds everything a shape computation reads (Note [Shape cache]), so the
 // shapes are those the CPU kernel gives; an operator whose shapes depend
 // on more than that (random draws, a device argument, CPU tensors by

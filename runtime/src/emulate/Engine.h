@@ -103,8 +103,9 @@ struct Rule {
   std::optional<c10::OperatorHandle> out;
   // The registration brings a C++ shape function.
   bool has_shape_function = false;
-  // Rule 1 without a shape function: the shapes are those of the results
-  // of an earlier call with the same key (Note [Learned shapes]).
+  // Without a shape function, the shapes are those of the results of an
+  // earlier call with the same key: for rule 1, or to queue rule 3 (Note
+  // [Learned shapes]).
   bool learns_shapes = false;
   // The boxed representation's shape function, when there is one.
   std::optional<c10::KernelFunction> shape;

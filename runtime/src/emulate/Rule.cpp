@@ -252,6 +252,7 @@ Rule::Rule(const c10::OperatorHandle& handle, bool has_shape)
   if (!has_shape && !learns) {
     return;
   }
+  learns_shapes = learns;
   out = outOverloadFor(op);
   if (!out.has_value()) {
     return;
@@ -265,7 +266,6 @@ Rule::Rule(const c10::OperatorHandle& handle, bool has_shape)
       return;
     }
   }
-  learns_shapes = learns;
   via_out.store(true);
 }
 

@@ -681,8 +681,9 @@ struct TypedKernel<Op, Shape, R(Args...)> {
   static T toDeviceTuple(const TypedArg* args, const HostValue* host,
                          std::size_t count, AliasSet& aliases, const V& value,
                          std::index_sequence<I...> /*indices*/) {
-    return T(toDeviceOne<std::tuple_element_t<I, T>>(args, host, count, aliases,
-                                                     std::get<I>(value))...);
+    // Braces: the results are mapped in their order (Note [Learned shapes]).
+    return T{toDeviceOne<std::tuple_element_t<I, T>>(args, host, count, aliases,
+                                                     std::get<I>(value))...};
   }
 };
 
