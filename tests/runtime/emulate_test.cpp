@@ -289,8 +289,9 @@ TEST(EmulateRepresentations, ListsViewsAndDataDependentShapes) {
 
 TEST(EmulateRepresentations, OneRuleDecidesAndBothFollowIt) {
   // Rule 1: through the out= overload when the registration brings a C++
-  // shape function (add, topk through topk.values); never with the Meta
-  // kernel alone (index_select, and the fallback's operators). Rule 3 for
+  // shape function (add, topk through topk.values), or with the shapes an
+  // earlier call with the same key gave (Note [Learned shapes]: sqrt and
+  // index_select in the fallback); never with the Meta kernel. Rule 3 for
   // in-place, out=, view and data-dependent operators.
   const auto ruleFor = [](const char* name, const char* overload,
                           bool has_shape) {
@@ -301,8 +302,21 @@ TEST(EmulateRepresentations, OneRuleDecidesAndBothFollowIt) {
   EXPECT_TRUE(ruleFor("aten::add", "Tensor", true)->via_out.load());
   EXPECT_TRUE(ruleFor("aten::topk", "", true)->via_out.load());
   EXPECT_TRUE(ruleFor("aten::sqrt", "", true)->via_out.load());
-  EXPECT_FALSE(ruleFor("aten::sqrt", "", false)->via_out.load());
-  EXPECT_FALSE(ruleFor("aten::index_select", "", false)->via_out.load());
+  EXPECT_FALSE(ruleFor("aten::sqrt", "", true)->learns_shapes);
+  EXPECT_TRUE(ruleFor("aten::sqrt", "", false)->via_out.load());
+  EXPECT_TRUE(ruleFor("aten::sqrt", "", false)->learns_shapes);
+  EXPECT_TRUE(ruleFor("aten::index_select", "", false)->via_out.load());
+  EXPECT_TRUE(ruleFor("aten::native_batch_norm", "", false)->via_out.load());
+  // Learned shapes without an out= overload with a CPU kernel: rule 3,
+  // queued once learned.
+  EXPECT_FALSE(ruleFor("aten::native_layer_norm", "", false)->via_out.load());
+  EXPECT_TRUE(ruleFor("aten::native_layer_norm", "", false)->learns_shapes);
+  // Nothing learned where the results depend on more than the key: random
+  // draws, a device argument and CPU tensors by design.
+  EXPECT_FALSE(ruleFor("aten::native_dropout", "", false)->learns_shapes);
+  EXPECT_FALSE(ruleFor("aten::native_dropout", "", false)->via_out.load());
+  EXPECT_FALSE(ruleFor("aten::_to_copy", "", false)->learns_shapes);
+  EXPECT_FALSE(ruleFor("aten::empty_like", "", false)->learns_shapes);
   EXPECT_FALSE(ruleFor("aten::add_", "Tensor", true)->via_out.load());
   EXPECT_FALSE(ruleFor("aten::add", "out", true)->via_out.load());
   EXPECT_FALSE(ruleFor("aten::diagonal", "", true)->via_out.load());
