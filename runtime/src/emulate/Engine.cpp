@@ -302,17 +302,8 @@ bool queueFunctionalInCapture(Rule& rule, Call& call) {
 // false, with `learn` holding the key to learn under, when it has one.
 bool queueLearned(Rule& rule, Call& call, AliasSet& aliases,
                   std::optional<ShapeCache::Key>& learn) {
-  if (!queueable(rule)) {
-    return false;
-  }
-  ShapeCache::Key key;
-  keyDefaults(key);
-  if (!call.key(key)) {
-    return false;
-  }
   ShapeCache::Results shapes;
-  if (!rule.shapes.lookup(key, shapes)) {
-    learn.emplace(std::move(key));
+  if (!queueable(rule) || !shapesOf(rule, call, shapes, &learn)) {
     return false;
   }
   queueFunctional(rule, call, aliases, shapes);

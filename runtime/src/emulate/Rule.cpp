@@ -244,15 +244,13 @@ Rule::Rule(const c10::OperatorHandle& handle, bool has_shape)
   // Note [Learned shapes]: an operator whose results would depend on more
   // than its key (random draws, a device argument, CPU tensors by design)
   // learns nothing.
-  const bool learns = !has_shape && !random_without_generator &&
-                      !has_generator && !allows_cpu_tensors &&
-                      std::none_of(kinds.begin(), kinds.end(), [](ArgKind k) {
-                        return k == ArgKind::kDevice;
-                      });
-  if (!has_shape && !learns) {
+  learns_shapes = !has_shape && !random_without_generator && !has_generator &&
+                  !allows_cpu_tensors &&
+                  std::none_of(kinds.begin(), kinds.end(),
+                               [](ArgKind k) { return k == ArgKind::kDevice; });
+  if (!has_shape && !learns_shapes) {
     return;
   }
-  learns_shapes = learns;
   out = outOverloadFor(op);
   if (!out.has_value()) {
     return;
