@@ -21,14 +21,15 @@ EXAMPLE = os.path.join(REPO, "examples", "remote")
 
 
 def build_remote_backend(work):
-    """The guide's steps in `work`: the kernels and device code first (so
-    that `accgen generate` keeps them), then generate, then build against
-    the remote driver into work/site."""
+    """The guide's steps in `work`: the specs, kernels and device code
+    first (so that `accgen generate` keeps them; the lock in the specs
+    records the torch it runs under), then generate, then build against the
+    remote driver into work/site."""
     project = work / "raccel"
     # --8<-- [start:port-steps]
-    for part in ("kernels", "device"):
+    for part in ("specs", "kernels", "device"):
         shutil.copytree(os.path.join(EXAMPLE, part), project / part)
-    run([ACCGEN, "generate", "--specs", os.path.join(EXAMPLE, "specs"),
+    run([ACCGEN, "generate", "--specs", str(project / "specs"),
          "--out", str(project)])
     env = dict(os.environ, CCACHE_BASEDIR=str(work),
                PATH=os.pathsep.join([os.path.join(PREFIX, "bin"),
