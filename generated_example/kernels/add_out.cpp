@@ -79,8 +79,14 @@ at::Tensor& kernel_add_out(const at::Tensor& self, const at::Tensor& other,
               " can't be cast to the desired output type ",
               out.scalar_type());
   const c10::DeviceGuard guard(out.device());
-  const at::Tensor a = self.scalar_type() == dtype ? self : self.to(dtype);
-  const at::Tensor b = other.scalar_type() == dtype ? other : other.to(dtype);
+  // The launch owns its inputs, as tensors Python does not hold
+  // (ownedByLaunch: no trip through the GIL).
+  const at::Tensor a = self.scalar_type() == dtype
+                           ? accgen::runtime::ownedByLaunch(self)
+                           : self.to(dtype);
+  const at::Tensor b = other.scalar_type() == dtype
+                           ? accgen::runtime::ownedByLaunch(other)
+                           : other.to(dtype);
   at::Tensor result = out.scalar_type() == dtype
                           ? out
                           : at::empty({0}, out.options().dtype(dtype));

@@ -15,6 +15,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/util/MaybeOwned.h>
 
 #include "csrc/Backend.h"
 #include "csrc/ops/KernelDecls.h"
@@ -43,19 +44,21 @@ at::Tensor kernel_relu(const at::Tensor& self) {
   TORCH_CHECK(self.scalar_type() != at::kBool,
               "relu is not defined for bool tensors");
   const c10::DeviceGuard guard(self.device());
-  const at::Tensor input = self.contiguous();
-  at::Tensor result = at::empty(input.sizes(), input.options());
+  // Borrowed when contiguous: a copy of a tensor Python holds would take
+  // the GIL (accgen::runtime::ownedByLaunch).
+  const c10::MaybeOwned<at::Tensor> input = self.expect_contiguous();
+  at::Tensor result = at::empty(input->sizes(), input->options());
   if (result.numel() == 0) {
     return result;
   }
   accStream_t stream = currentNativeStream(self.device().index());
   AT_DISPATCH_V2(
-      input.scalar_type(), "relu", AT_WRAP([&] {
+      input->scalar_type(), "relu", AT_WRAP([&] {
         auto launch = std::make_unique<ReluLaunch<scalar_t>>(
-            ReluLaunch<scalar_t>{input.const_data_ptr<scalar_t>(),
+            ReluLaunch<scalar_t>{input->const_data_ptr<scalar_t>(),
                                  result.mutable_data_ptr<scalar_t>(),
-                                 input.numel()});
-        const void* buffers[] = {input.storage().data(),
+                                 input->numel()});
+        const void* buffers[] = {input->storage().data(),
                                  result.storage().data()};
         // Queued on the stream: the host goes on (the stream's order keeps
         // the memory of `input`, even if freed meanwhile, until it ran).

@@ -17,6 +17,7 @@
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/mul.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/util/MaybeOwned.h>
 #include <c10/util/Exception.h>
 
 #include "csrc/Backend.h"
@@ -66,20 +67,21 @@ at::Tensor kernel_scaled_add(const at::Tensor& self, const at::Tensor& other,
               "accel::scaled_add: self and other must be on one device, got ",
               self.device(), " and ", other.device());
   const c10::DeviceGuard guard(self.device());
-  const at::Tensor a = self.contiguous();
-  const at::Tensor b = other.contiguous();
-  at::Tensor out = at::empty(a.sizes(), a.options());
+  // Borrowed when contiguous (accgen::runtime::ownedByLaunch says why).
+  const c10::MaybeOwned<at::Tensor> a = self.expect_contiguous();
+  const c10::MaybeOwned<at::Tensor> b = other.expect_contiguous();
+  at::Tensor out = at::empty(a->sizes(), a->options());
   if (out.numel() == 0) {
     return out;
   }
   accStream_t stream = currentNativeStream(self.device().index());
   AT_DISPATCH_FLOATING_TYPES_AND2(
-      at::kHalf, at::kBFloat16, a.scalar_type(), "scaled_add", [&] {
+      at::kHalf, at::kBFloat16, a->scalar_type(), "scaled_add", [&] {
         auto launch = std::make_unique<ScaledAddLaunch<scalar_t>>(
             ScaledAddLaunch<scalar_t>{
-                a.const_data_ptr<scalar_t>(), b.const_data_ptr<scalar_t>(),
-                out.mutable_data_ptr<scalar_t>(), alpha, a.numel()});
-        const void* buffers[] = {a.storage().data(), b.storage().data(),
+                a->const_data_ptr<scalar_t>(), b->const_data_ptr<scalar_t>(),
+                out.mutable_data_ptr<scalar_t>(), alpha, a->numel()});
+        const void* buffers[] = {a->storage().data(), b->storage().data(),
                                  out.storage().data()};
         accgen::runtime::launchOwning<ScaledAddLaunch<scalar_t>,
                                       &scaledAddKernel<scalar_t>>(

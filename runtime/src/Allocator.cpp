@@ -151,10 +151,14 @@ bool inSmallPool(std::size_t block_size) {
   return block_size <= tuning().device_allocator.small_block_bytes;
 }
 
-void updateStat(StatArray& stat, std::size_t block_size, std::size_t amount,
+// The pool a block of `block_size` bytes counts in.
+StatType poolStat(std::size_t block_size) {
+  return inSmallPool(block_size) ? StatType::SMALL_POOL : StatType::LARGE_POOL;
+}
+
+// `stat`'s aggregate and `pool` entries, by `amount`.
+void updateStat(StatArray& stat, StatType pool, std::size_t amount,
                 bool increase) {
-  const auto pool =
-      inSmallPool(block_size) ? StatType::SMALL_POOL : StatType::LARGE_POOL;
   for (const auto type : {StatType::AGGREGATE, pool}) {
     Stat& s = stat[static_cast<std::size_t>(type)];
     if (increase) {
@@ -163,6 +167,22 @@ void updateStat(StatArray& stat, std::size_t block_size, std::size_t amount,
       s.decrease(amount);
     }
   }
+}
+
+void updateStat(StatArray& stat, std::size_t block_size, std::size_t amount,
+                bool increase) {
+  updateStat(stat, poolStat(block_size), amount, increase);
+}
+
+// The stats every allocation and free of `block_size` bytes moves.
+void updateBlockStats(DeviceStats& stats, std::size_t block_size,
+                      std::size_t requested, bool increase) {
+  const StatType pool = poolStat(block_size);
+  updateStat(stats.allocation, pool, 1, increase);
+  updateStat(stats.active, pool, 1, increase);
+  updateStat(stats.allocated_bytes, pool, block_size, increase);
+  updateStat(stats.active_bytes, pool, block_size, increase);
+  updateStat(stats.requested_bytes, pool, requested, increase);
 }
 
 // Calls `fn` on every Stat of every StatArray of `stats`.
@@ -562,12 +582,8 @@ class CachingAllocator final : public c10::DeviceAllocator {
   void markFree(Block& block, std::shared_ptr<c10::GatheredContext> context) {
     record(block.device, Action::kFreeCompleted, block.ptr, block.size,
            block.stream, std::move(context));
-    DeviceStats& stats = state(block.device).stats;
-    updateStat(stats.allocation, block.size, 1, false);
-    updateStat(stats.active, block.size, 1, false);
-    updateStat(stats.allocated_bytes, block.size, block.size, false);
-    updateStat(stats.active_bytes, block.size, block.size, false);
-    updateStat(stats.requested_bytes, block.size, block.requested, false);
+    updateBlockStats(state(block.device).stats, block.size, block.requested,
+                     false);
     block.allocated = false;
     block.requested = 0;
     DeviceState& device_state = state(block.device);
@@ -587,15 +603,10 @@ class CachingAllocator final : public c10::DeviceAllocator {
                      const std::shared_ptr<c10::GatheredContext>& context) {
     record(block.device, Action::kAlloc, block.ptr, block.size, block.stream,
            context);
-    DeviceStats& stats = state(block.device).stats;
     block.allocated = true;
     block.requested = requested;
     block.context = context;
-    updateStat(stats.allocation, block.size, 1, true);
-    updateStat(stats.active, block.size, 1, true);
-    updateStat(stats.allocated_bytes, block.size, block.size, true);
-    updateStat(stats.active_bytes, block.size, block.size, true);
-    updateStat(stats.requested_bytes, block.size, requested, true);
+    updateBlockStats(state(block.device).stats, block.size, requested, true);
   }
 
   Block* takeCachedBlock(c10::DeviceIndex device, c10::StreamId stream,

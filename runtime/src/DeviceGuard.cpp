@@ -171,7 +171,28 @@ std::pair<int, int> streamPriorityRange() {
 }
 
 accStream_t currentNativeStream(c10::DeviceIndex device) {
-  return nativeStream(getCurrentStream(device));
+  device = resolveDevice(device);
+  const c10::StreamId id = currentStreamIds()[device];
+  if (id == makeStreamId(StreamPool::kDefault, 0)) {
+    // Every launch asks: the default stream's handle, once it is known.
+    accStream_t known =
+        deviceStreams()[device]->default_stream.load(std::memory_order_acquire);
+    if (C10_LIKELY(known != nullptr)) {
+      return known;
+    }
+  }
+  return nativeStream(makeStream(device, id));
+}
+
+at::Tensor ownedByLaunch(const at::Tensor& t) {
+  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  // A reference more is free once one other than Python's exists.
+  if (!t.defined() || t.use_count() > 1 ||
+      impl->pyobj_slot()->load_pyobj() == nullptr) {
+    return t;
+  }
+  return at::Tensor(impl->shallow_copy_and_detach(
+      impl->version_counter(), /*allow_tensor_metadata_change=*/false));
 }
 
 namespace {

@@ -64,6 +64,35 @@ def test_operators_queue_behind_work_and_compute_right(device, mod, warm):
     torch.testing.assert_close(v.cpu(), z.cpu().view(2, 4).t())
 
 
+def test_queued_kernels_outlive_the_tensors_python_drops(device, mod, warm):
+    # The example's kernels own their operands as tensors Python does not
+    # hold (accgen::runtime::ownedByLaunch) or read them by pointer: the
+    # inputs may go before the queued kernels run.
+    a = torch.randn(4, 256, device=device)
+    b = torch.randn(4, 256, device=device)
+    ac, bc = a.cpu(), b.cpu()
+
+    def work():
+        nonlocal a, b
+        s = a + b  # add.out: a TensorIterator the launch owns
+        a.add_(b, alpha=2)  # in place on a tensor Python holds
+        r = torch.relu(b)  # relu: pointers into a borrowed input
+        q = torch.ops.accel.scaled_add(a, b, 0.5)
+        del a, b
+        return s, r, q
+
+    (s, r, q), host = _host_time(mod, work)
+    assert host < HOST_BUDGET_S, f"the host waited {host:.3f} s"
+    assert not mod.current_stream().query(), "the held stream was done early"
+    # The dropped inputs' blocks, taken again from the cache: the stream
+    # orders this fill after the kernels that read them.
+    torch.full((4, 256), 7.0, device=device)
+    mod.synchronize()
+    torch.testing.assert_close(s.cpu(), ac + bc)
+    torch.testing.assert_close(r.cpu(), torch.relu(bc))
+    torch.testing.assert_close(q.cpu(), (ac + 2 * bc) + 0.5 * bc)
+
+
 def test_large_work_is_queued_on_an_idle_stream(device, mod):
     # More than 1 MiB of tensors: queued even on an idle stream.
     a = torch.randn(1024, 1024, device=device)

@@ -45,8 +45,10 @@ at::Tensor tensorOver(c10::Storage storage, c10::DispatchKey key,
 // it grew) releases that memory when it is pointed elsewhere.
 class HostAliases {
  public:
-  at::Tensor take(void* data, std::size_t nbytes, const at::Tensor& like) {
-    const bool inference = c10::InferenceMode::is_enabled();
+  // Out of line, so that the loop below reads the thread's aliases through
+  // `this` rather than through a thread-local lookup per access.
+  C10_NOINLINE at::Tensor take(void* data, std::size_t nbytes,
+                               const at::Tensor& like, bool inference) {
     if (!inference) {
       c10::intrusive_ptr<c10::TensorImpl>* chosen = nullptr;
       for (c10::intrusive_ptr<c10::TensorImpl>& impl : kept_) {
@@ -106,7 +108,7 @@ class HostAliases {
            impl.unsafe_storage().use_count() == 1 && impl.key_set() == keys_ &&
            !impl.is_wrapped_number() && impl.autograd_meta() == nullptr &&
            impl.pyobj_slot()->load_pyobj() == nullptr &&
-           impl.get_backend_meta_intrusive_ptr() == nullptr;
+           impl.get_backend_meta() == nullptr;
   }
 
   std::array<c10::intrusive_ptr<c10::TensorImpl>, kKept> kept_;
@@ -114,10 +116,12 @@ class HostAliases {
   c10::DispatchKeySet keys_;
 };
 
-// A host alias of `like`'s geometry over `data` (Note [Host storage reuse]).
-at::Tensor hostAlias(void* data, std::size_t nbytes, const at::Tensor& like) {
+// A host alias of `like`'s geometry over `data` (Note [Host storage reuse]);
+// `inference`: InferenceMode is on.
+at::Tensor hostAlias(void* data, std::size_t nbytes, const at::Tensor& like,
+                     bool inference) {
   thread_local HostAliases aliases;
-  return aliases.take(data, nbytes, like);
+  return aliases.take(data, nbytes, like, inference);
 }
 
 struct PendingCopies {
@@ -357,7 +361,10 @@ at::Tensor AliasSet::alias(const at::Tensor& device, bool written,
   }
   if (!host.defined()) {
     void* data = impl->mutable_data();
-    host = hostAlias(data, impl->nbytes(), device);
+    if (inference_ < 0) {
+      inference_ = c10::InferenceMode::is_enabled() ? 1 : 0;
+    }
+    host = hostAlias(data, impl->nbytes(), device, inference_ == 1);
     storages_.emplace_back(impl, host.unsafeGetTensorImpl()->unsafe_storage());
     if (data != nullptr) {
       buffers_.push_back(data);

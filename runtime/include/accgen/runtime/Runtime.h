@@ -96,6 +96,18 @@ std::pair<int, int> streamPriorityRange();
 /// nativeStream(getCurrentStream(device)).
 accStream_t currentNativeStream(c10::DeviceIndex device = -1);
 
+/// `t`, for a launch that owns its operands (a TensorIterator moved into a
+/// launchOwning kernel): a tensor over the same memory, with the same
+/// geometry and version counter, that Python does not hold. A second C++
+/// reference to a tensor only its Python object holds makes torch keep
+/// that object alive, which takes the GIL when the reference is made and
+/// again when it goes (c10::intrusive_ptr's 1-to-2 and 2-to-1 refcount
+/// transitions on a TensorImpl with a PyObject): about 2,300 instructions
+/// and two trips through the GIL per operand, more than a small kernel.
+/// Not for a tensor the kernel resizes (an out= result): that is the
+/// caller's tensor itself.
+at::Tensor ownedByLaunch(const at::Tensor& t);
+
 // -------------------------------------------------------------- allocators
 
 /// The caching device allocator registered for the device type.

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -169,6 +170,8 @@ class AliasSet {
   c10::SmallVector<Entry, 4> entries_;
   c10::SmallVector<const void*, 4> buffers_;
   c10::DeviceIndex device_ = -1;
+  // Whether InferenceMode is on, asked once (-1: not yet).
+  int8_t inference_ = -1;
   std::size_t bytes_ = 0;
   DeviceCopies copies_;
   // The results toDevice() was given, and the shapes of those it copied.
