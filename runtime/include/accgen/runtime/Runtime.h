@@ -102,8 +102,9 @@ accStream_t currentNativeStream(c10::DeviceIndex device = -1);
 /// reference to a tensor only its Python object holds makes torch keep
 /// that object alive, which takes the GIL when the reference is made and
 /// again when it goes (c10::intrusive_ptr's 1-to-2 and 2-to-1 refcount
-/// transitions on a TensorImpl with a PyObject): about 2,300 instructions
-/// and two trips through the GIL per operand, more than a small kernel.
+/// transitions on a TensorImpl with a PyObject): about 1,100 instructions
+/// and two trips through the GIL per operand, against about 700 for this
+/// shallow copy.
 /// Not for a tensor the kernel resizes (an out= result): that is the
 /// caller's tensor itself.
 at::Tensor ownedByLaunch(const at::Tensor& t);
