@@ -101,6 +101,18 @@ std::vector<c10::StreamId>& currentStreamIds() {
   return ids;
 }
 
+// The driver's default stream of `device` (a checked index), asked of the
+// driver once.
+accStream_t defaultNativeStream(c10::DeviceIndex device) {
+  std::atomic<accStream_t>& known = deviceStreams()[device]->default_stream;
+  accStream_t handle = known.load(std::memory_order_acquire);
+  if (C10_UNLIKELY(handle == nullptr)) {
+    ACCGEN_CHECK(accGetDefaultStream(device, &handle));
+    known.store(handle, std::memory_order_release);
+  }
+  return handle;
+}
+
 c10::Stream makeStream(c10::DeviceIndex device, c10::StreamId id) {
   return c10::Stream(c10::Stream::UNSAFE, c10::Device(kDeviceType, device), id);
 }
@@ -117,13 +129,7 @@ accStream_t nativeStream(const c10::Stream& stream) {
   const StreamPool pool = poolOf(id);
   const int slot = slotOf(id);
   if (pool == StreamPool::kDefault && slot == 0) {
-    std::atomic<accStream_t>& known = deviceStreams()[device]->default_stream;
-    accStream_t handle = known.load(std::memory_order_acquire);
-    if (C10_UNLIKELY(handle == nullptr)) {
-      ACCGEN_CHECK(accGetDefaultStream(device, &handle));
-      known.store(handle, std::memory_order_release);
-    }
-    return handle;
+    return defaultNativeStream(device);
   }
   TORCH_CHECK(
       (pool == StreamPool::kLowPriority || pool == StreamPool::kHighPriority) &&
@@ -173,13 +179,10 @@ std::pair<int, int> streamPriorityRange() {
 accStream_t currentNativeStream(c10::DeviceIndex device) {
   device = resolveDevice(device);
   const c10::StreamId id = currentStreamIds()[device];
+  // Every launch asks: the default stream without nativeStream's checks of
+  // a stream that comes from elsewhere.
   if (id == makeStreamId(StreamPool::kDefault, 0)) {
-    // Every launch asks: the default stream's handle, once it is known.
-    accStream_t known =
-        deviceStreams()[device]->default_stream.load(std::memory_order_acquire);
-    if (C10_LIKELY(known != nullptr)) {
-      return known;
-    }
+    return defaultNativeStream(device);
   }
   return nativeStream(makeStream(device, id));
 }

@@ -3,7 +3,8 @@
     python distributed_ranks.py SCENARIO RANK WORLD_SIZE STORE DEVICE
 
 Each scenario joins a process group of WORLD_SIZE ranks that meet in the
-file store at the path STORE (Gloo's connections are on loopback), runs on DEVICE, checks its own results against the same
+file store at the path STORE (Gloo's connections are on loopback), runs on
+DEVICE, checks its own results against the same
 computation done in this process on CPU, and exits 0 only if every check
 passed. Under torchrun (no arguments), RANK, WORLD_SIZE and the store come
 from the environment and the scenario is "ddp_torchrun".

@@ -412,7 +412,7 @@ bool AliasSet::reconcileWritten() {
 }
 
 at::Tensor AliasSet::toDevice(const at::Tensor& result) {
-  ++mapped_;
+  mapped_ += recording_ ? 1 : 0;
   if (!result.defined() || result.device().type() != c10::kCPU) {
     return result;
   }
@@ -431,7 +431,9 @@ at::Tensor AliasSet::toDevice(const at::Tensor& result) {
     }
   }
   at::Tensor copy = copies_.add(result, c10::Device(kDeviceType, device_));
-  collectShapes(copy, fresh_);
+  if (recording_) {
+    collectShapes(copy, fresh_);
+  }
   return copy;
 }
 

@@ -349,11 +349,13 @@ void runDirect(Rule& rule, Call& call,
     }
   }
   aliases.reconcileWritten();
+  if (learn.has_value()) {
+    aliases.recordFreshShapes();
+  }
   call.mapResults(aliases);
   aliases.launchCopies();
-  ShapeCache::Results learned;
-  if (learn.has_value() && aliases.freshResults(learned)) {
-    rule.shapes.insert(std::move(*learn), learned);
+  if (const ShapeCache::Results* learned = aliases.freshResults()) {
+    rule.shapes.insert(std::move(*learn), *learned);
   }
 }
 

@@ -128,14 +128,14 @@ class AliasSet {
   at::Tensor toDevice(const at::Tensor& result);
   /// Queues the copies of the results toDevice() made.
   void launchCopies();
-  /// The shapes of the results toDevice() was given, when every one of
-  /// them was fresh host memory it copied (Note [Learned shapes]).
-  bool freshResults(ShapeCache::Results& out) const {
-    if (mapped_ == 0 || fresh_.size() != mapped_) {
-      return false;
-    }
-    out = fresh_;
-    return true;
+  /// From now on, toDevice() keeps the shapes of the results it copies
+  /// (Note [Learned shapes]).
+  void recordFreshShapes() { recording_ = true; }
+  /// While recording: the shapes of the results toDevice() was given, when
+  /// every one of them was fresh host memory it copied; else nullptr.
+  const ShapeCache::Results* freshResults() const {
+    return recording_ && mapped_ != 0 && fresh_.size() == mapped_ ? &fresh_
+                                                                  : nullptr;
   }
   c10::DeviceIndex device() const { return device_; }
   void setDeviceIfUnset(c10::DeviceIndex device) {
@@ -174,7 +174,9 @@ class AliasSet {
   int8_t inference_ = -1;
   std::size_t bytes_ = 0;
   DeviceCopies copies_;
-  // The results toDevice() was given, and the shapes of those it copied.
+  // While recording, the results toDevice() was given, and the shapes of
+  // those it copied.
+  bool recording_ = false;
   std::size_t mapped_ = 0;
   ShapeCache::Results fresh_;
 };
