@@ -13,7 +13,8 @@ per-round ratios. It also records the first call of each compiled variant,
 which compiles it, each in a fresh process with Inductor's caches off (the
 first compile on a fresh machine).
 Targets (docs/compile.md): device compiled <= device eager, and device
-compiled within 10% of CPU compiled.
+compiled within 10% of CPU compiled; for the small transformer within 5%
+(docs/operators.md, "The emulation's fixed cost").
 """
 import copy
 import os
@@ -124,7 +125,8 @@ def main():
               f"{row['device_over_cpu_compiled']:12.2f} "
               f"{first_cpu:9.1f} {first_dev:9.1f}", flush=True)
         torch._dynamo.reset()
-    print("\ntargets: comp/eager dev <= 1.00, dev/cpu comp <= 1.10")
+    print("\ntargets: comp/eager dev <= 1.00, dev/cpu comp <= 1.10 "
+          "(small transformer <= 1.05)")
     common.finish(rows, args)
     return 0
 

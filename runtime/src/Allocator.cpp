@@ -130,6 +130,10 @@ struct PrivatePool {
 
 struct DeviceState {
   std::set<FreeKey> free_blocks;
+  // Nodes of free_blocks taken out by allocations, put back by the frees
+  // that follow: a small allocation and its free make no heap allocation
+  // of their own for the cache's bookkeeping.
+  std::vector<std::set<FreeKey>::node_type> spare_nodes;
   std::map<c10::MempoolId_t, PrivatePool> pools;
   // Captures in progress: the driver's capture id, and the pool they fill.
   std::vector<std::pair<unsigned long long, c10::MempoolId_t>> captures;
@@ -547,7 +551,9 @@ class CachingAllocator final : public c10::DeviceAllocator {
 
   DeviceState& state(c10::DeviceIndex device) {
     if (devices_.empty()) {
-      devices_.resize(std::max<c10::DeviceIndex>(deviceCount(), 1));
+      // Made once, in place: DeviceState is not copyable.
+      devices_ = std::vector<DeviceState>(
+          std::max<c10::DeviceIndex>(deviceCount(), 1));
     }
     return devices_[device];
   }
@@ -595,7 +601,32 @@ class CachingAllocator final : public c10::DeviceAllocator {
       }
       block.pool = {0, 0};  // the pool was released meanwhile
     }
-    device_state.free_blocks.emplace(block.stream, block.size, block.ptr);
+    cacheFree(device_state, FreeKey{block.stream, block.size, block.ptr});
+  }
+
+  // Requires mutex_. Puts `key` in the device's free blocks, in a spare node
+  // when there is one.
+  static void cacheFree(DeviceState& device_state, const FreeKey& key) {
+    if (device_state.spare_nodes.empty()) {
+      device_state.free_blocks.insert(key);
+      return;
+    }
+    auto node = std::move(device_state.spare_nodes.back());
+    device_state.spare_nodes.pop_back();
+    node.value() = key;
+    device_state.free_blocks.insert(std::move(node));
+  }
+
+  // Requires mutex_. Takes `it` out of the device's free blocks, keeping
+  // its node for the next free (at most kSpareNodes of them).
+  static void uncacheFree(DeviceState& device_state,
+                          std::set<FreeKey>::iterator it) {
+    static constexpr std::size_t kSpareNodes = 64;
+    if (device_state.spare_nodes.size() < kSpareNodes) {
+      device_state.spare_nodes.push_back(device_state.free_blocks.extract(it));
+    } else {
+      device_state.free_blocks.erase(it);
+    }
   }
 
   // Requires mutex_.
@@ -627,14 +658,15 @@ class CachingAllocator final : public c10::DeviceAllocator {
       markAllocated(*block, requested, context);
       return block;
     }
-    auto& free_blocks = state(device).free_blocks;
+    DeviceState& device_state = state(device);
+    auto& free_blocks = device_state.free_blocks;
     const auto it = free_blocks.lower_bound({stream, size, nullptr});
     if (it == free_blocks.end() || std::get<0>(*it) != stream ||
         std::get<1>(*it) > tuning().device_allocator.reuse_ratio * size) {
       return nullptr;
     }
     Block* block = blocks_.at(std::get<2>(*it)).get();
-    free_blocks.erase(it);
+    uncacheFree(device_state, it);
     markAllocated(*block, requested, context);
     return block;
   }

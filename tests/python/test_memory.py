@@ -44,6 +44,27 @@ def test_cached_block_is_reused(device, mod):
 # --8<-- [end:memory-statistics]
 
 
+def test_many_cached_blocks_are_reused_by_size(device, mod):
+    # More blocks than the cache keeps spare bookkeeping for, of two sizes,
+    # freed and taken again in turns: each size gets its own blocks back,
+    # and nothing new is reserved.
+    sizes = [4096 if i % 2 else 3 * 4096 for i in range(200)]
+    active = mod.memory_stats()["active.all.current"]
+    first = [torch.empty(n, dtype=torch.uint8, device=device) for n in sizes]
+    pointers = {(t.numel(), t.data_ptr()) for t in first}
+    allocated = mod.memory_allocated()
+    del first
+    reserved = mod.memory_reserved()
+    for _ in range(3):
+        again = [torch.empty(n, dtype=torch.uint8, device=device)
+                 for n in sizes]
+        assert {(t.numel(), t.data_ptr()) for t in again} == pointers
+        assert mod.memory_allocated() == allocated
+        del again
+    assert mod.memory_reserved() == reserved
+    assert mod.memory_stats()["active.all.current"] == active
+
+
 def test_peak_and_reset(device, mod):
     mod.reset_peak_memory_stats()
     base = mod.memory_allocated()
