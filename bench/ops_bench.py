@@ -27,7 +27,8 @@ cpu out= and device out= once in turn (each fallback alternates with the
 CPU in rounds of its own), and each ratio is the median of the per-round
 ratios: load from elsewhere on the machine then moves both sides of a ratio
 alike. Ratios are device/cpu, emulate/cpu and cpu-fb/emulate. Targets
-(docs/operators.md): large device/cpu <= 1.10, small device/cpu <= 2;
+(docs/operators.md): large device/cpu <= 1.10, small device/cpu <= 2
+(for add, mul and sum <= 1.5, the target of the emulation-engine work);
 small emulate/cpu <= 2, large cpu-fb/emulate >= 3.
 The emulator's environment (ACCGEN_EMU_PROTECT, ACCGEN_EMU_SPIN_US) applies.
 """
@@ -143,6 +144,8 @@ def main():
                   f"{r['cpu_fallback_over_emulate']:7.2f}"
                   f"   {r['cpu_out_us']:9.1f} {r['device_out_us']:9.1f} "
                   f"{r['out_device_over_cpu']:7.2f}", flush=True)
+    print("\ntargets: dev/cpu large <= 1.10, small <= 2 (add, mul, sum "
+          "<= 1.5); emu/cpu small <= 2; cfb/emu large >= 3")
     common.finish(rows, args)
     return 0
 
