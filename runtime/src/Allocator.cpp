@@ -268,7 +268,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
     for (const auto& [size, ptr] : it->second.free_blocks) {
       Block& block = *blocks_.at(ptr);
       block.pool = {0, 0};
-      device_state.free_blocks.emplace(block.stream, block.size, block.ptr);
+      cacheFree(device_state, FreeKey{block.stream, block.size, block.ptr});
     }
     device_state.pools.erase(it);
   }
@@ -623,6 +623,9 @@ class CachingAllocator final : public c10::DeviceAllocator {
                           std::set<FreeKey>::iterator it) {
     static constexpr std::size_t kSpareNodes = 64;
     if (device_state.spare_nodes.size() < kSpareNodes) {
+      // Room first: a push_back that threw after the extract would drop the
+      // block from the index, which then never frees it.
+      device_state.spare_nodes.reserve(kSpareNodes);
       device_state.spare_nodes.push_back(device_state.free_blocks.extract(it));
     } else {
       device_state.free_blocks.erase(it);
