@@ -96,7 +96,7 @@ endfunction()
 # headers are read twice rather than once per source.
 set(ACCGEN_RUNTIME_SOURCES_A
   emulate/Rule.cpp emulate/Engine.cpp emulate/Aliases.cpp emulate/Launch.cpp
-  emulate/Boxed.cpp emulate/Typed.cpp Fallback.cpp Registration.cpp Tuning.cpp Driver.cpp
+  emulate/Boxed.cpp emulate/Typed.cpp emulate/Loops.cpp Fallback.cpp Registration.cpp Tuning.cpp Driver.cpp
   Generator.cpp Sparse.cpp)
 set(ACCGEN_RUNTIME_SOURCES_B
   Builtin.cpp Allocator.cpp HostAllocator.cpp DeviceGuard.cpp Hooks.cpp

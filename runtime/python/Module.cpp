@@ -501,6 +501,13 @@ PYBIND11_MODULE(_C, m) {
     }
     return counts;
   });
+  m.def("_structured_loop_counts", [] {
+    py::dict counts;
+    for (const auto& [op, calls] : structuredLoopCounts()) {
+      counts[py::str(op)] = calls;
+    }
+    return counts;
+  });
   m.def("_device_function_counts", [] {
     py::dict counts;
     for (const auto& [name, calls] : deviceFunctionCounts()) {

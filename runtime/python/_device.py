@@ -40,6 +40,7 @@ __all__ = [
     "empty_cache",
     "empty_host_cache",
     "fallback_counts",
+    "structured_loop_counts",
     "get_amp_supported_dtype",
     "get_device_capability",
     "get_device_name",
@@ -608,6 +609,13 @@ def fallback_counts() -> dict[str, dict[str, int]]:
     backend still runs through its fallback are the ones to give kernels."""
     return {fallback: dict(sorted(ops.items()))
             for fallback, ops in sorted(_C._fallback_counts().items())}
+
+
+def structured_loop_counts() -> dict[str, int]:
+    """The emulated operators that ran ATen's CPU loop directly on the
+    device tensors in this process, and how often: {"aten::mul.Tensor": 12}
+    (docs/operators.md, "Structured loops on the device")."""
+    return dict(sorted(_C._structured_loop_counts().items()))
 
 
 def device_function_counts() -> dict[str, int]:

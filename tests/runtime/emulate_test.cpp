@@ -340,5 +340,74 @@ TEST(EmulateRepresentations, OneRuleDecidesAndBothFollowIt) {
       expected);
 }
 
+// Note [Structured loops on the device]: the loop of mul on the device
+// tensors and the engine's typed kernel (its CPU kernel on host aliases)
+// agree, and the loop ran.
+TEST(StructuredLoops, TheLoopAndTheEngineAgree) {
+  using Loop = LoopKernel<at::_ops::mul_Tensor,
+                          TypedKernel<at::_ops::mul_Tensor, nullptr>>;
+  const at::Tensor a = at::randn({5, 6});
+  const at::Tensor b = at::randn({6});
+  const auto counted = [] {
+    for (const auto& [op, calls] : structuredLoopCounts()) {
+      if (op == "aten::mul.Tensor") {
+        return calls;
+      }
+    }
+    return int64_t{0};
+  };
+  const int64_t before = counted();
+  const at::Tensor looped = Loop::call(onDevice(a), onDevice(b));
+  EXPECT_EQ(counted(), before + 1);
+  expectSame(looped, at::mul(a, b));
+  expectSame(viaTyped<at::_ops::mul_Tensor>(onDevice(a), onDevice(b)),
+             at::mul(a, b));
+  // A CPU scalar of another dtype: cast, as the CPU's iterator casts it.
+  const at::Tensor half = at::scalar_tensor(0.5, at::kDouble);
+  expectSame(Loop::call(onDevice(a), half), at::mul(a, half));
+  EXPECT_EQ(counted(), before + 2);
+  // An int64 tensor with a float one: the engine's CPU kernel casts.
+  const at::Tensor n = at::arange(6, at::kLong);
+  expectSame(Loop::call(onDevice(a), onDevice(n)), at::mul(a, n));
+  EXPECT_EQ(counted(), before + 2);
+}
+
+// Why readyForLoop casts CPU scalars (the torch behaviour it works
+// around): on a device other than the CPU, TensorIterator leaves a CPU
+// scalar operand in its own dtype, for the device's kernel to read as it
+// is (CUDA's kernels do), while the CPU's loop reads every operand in the
+// common dtype; on the CPU the iterator casts it. Should torch start to
+// cast it on every device, the first expectation fails and the cast can
+// go.
+TEST(StructuredLoops, TheDeviceIteratorLeavesCpuScalarsUncast) {
+  const at::Tensor a = at::randn({4});
+  const at::Tensor scalar = at::scalar_tensor(2.0, at::kDouble);
+  LoopOutput<at::native::structured_mul_out> on_device;
+  on_device.meta(onDevice(a), scalar);
+  EXPECT_EQ(on_device.common_dtype(), at::kFloat);
+  EXPECT_EQ(on_device.dtype(2), at::kDouble);
+  EXPECT_TRUE(readyForLoop(on_device));
+  EXPECT_EQ(on_device.dtype(2), at::kFloat);
+  // The caller's scalar is left as it was.
+  EXPECT_EQ(scalar.scalar_type(), at::kDouble);
+
+  struct OnCpu final : at::native::structured_mul_out {
+    void set_output_raw_strided(int64_t index, at::IntArrayRef sizes,
+                                at::IntArrayRef strides,
+                                at::TensorOptions options) override {
+      out = strides.empty() ? at::empty(sizes, options)
+                            : at::empty_strided(sizes, strides, options);
+      structured_mul_out::set_output_raw_strided(index, sizes, strides,
+                                                 options);
+    }
+    const at::Tensor& maybe_get_output(int64_t /*index*/) override {
+      return out;
+    }
+    at::Tensor out;
+  } on_cpu;
+  on_cpu.meta(a, scalar);
+  EXPECT_EQ(on_cpu.dtype(2), at::kFloat);
+}
+
 }  // namespace
 }  // namespace accgen::runtime::emulate::detail

@@ -196,6 +196,11 @@ struct FallbackCount {
 /// process, and how often: what a backend still lacks kernels for.
 std::vector<FallbackCount> fallbackCounts();
 
+/// The emulated operators that ran ATen's CPU loop directly on the device
+/// tensors in this process (Note [Structured loops on the device] in
+/// src/emulate/Loops.cpp), and how often: {"aten::mul.Tensor", 12}.
+std::vector<std::pair<std::string, int64_t>> structuredLoopCounts();
+
 /// The fallback of `fallback: error`: raises NotImplementedError naming the
 /// operator and what to add to specs/operators.yaml.
 void notImplementedFallback(const c10::OperatorHandle& op,

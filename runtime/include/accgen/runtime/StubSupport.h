@@ -103,9 +103,18 @@ struct OnDevice<stub, void (*)(Args...)> {
     requireHostAccess("a `stub` entry (its DispatchStub's CPU loop)");
     StubBuffers buffers;
     (buffers.add(args), ...);
-    emulate::runOnDevice(buffers.device(), buffers.buffers(), [&] {
+    const auto loop = [&] {
       stub(c10::DeviceType::CPU, std::forward<Args>(args)...);
-    });
+    };
+    // Note [Structured loops on the device]: at once, or not at all.
+    if (auto* scope = emulate::detail::LoopScope::current()) {
+      if (!emulate::runOnDeviceIfIdle(buffers.device(), buffers.buffers(),
+                                      loop)) {
+        scope->decline();
+      }
+      return;
+    }
+    emulate::runOnDevice(buffers.device(), buffers.buffers(), loop);
   }
 };
 

@@ -33,6 +33,7 @@
 #include <torch/library.h>
 
 #include "accgen/runtime/Runtime.h"
+#include "accgen/runtime/detail/StructuredLoops.h"
 
 namespace accgen::runtime::emulate {
 
@@ -702,7 +703,13 @@ void boxedCall(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 template <class Op, auto Shape>
 torch::CppFunction kernel() {
   using Schema = typename Op::schema;
-  if constexpr (detail::TypedFits<Schema>::value) {
+  if constexpr (detail::StructuredLoop<Op>::kRuns) {
+    // Note [Structured loops on the device] (src/emulate/Loops.cpp).
+    return torch::CppFunction(
+        c10::CompileTimeFunctionPointer<
+            Schema, &detail::LoopKernel<Op, detail::TypedKernel<Op, Shape>,
+                                        Schema>::call>());
+  } else if constexpr (detail::TypedFits<Schema>::value) {
     return torch::CppFunction(
         c10::CompileTimeFunctionPointer<
             Schema, &detail::TypedKernel<Op, Shape, Schema>::call>());
