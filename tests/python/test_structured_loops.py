@@ -89,6 +89,15 @@ FUNCTIONAL = [
      [(6, 2), (6, 2)], [torch.float32], False),
     ("aten::tanh_backward", torch.ops.aten.tanh_backward, [(6, 2), (6, 2)],
      [torch.float32], False),
+    ("aten::exp", torch.exp, [(4, 5)], [torch.float32, torch.float64], False),
+    ("aten::log", torch.log, [(4, 5)], [torch.float32], True),
+    ("aten::sqrt", torch.sqrt, [(4, 5)], [torch.float32, torch.float64], True),
+    ("aten::rsqrt", torch.rsqrt, [(4, 5)], [torch.float32], True),
+    ("aten::reciprocal", torch.reciprocal, [(4, 5)], [torch.float32], True),
+    ("aten::sigmoid", torch.sigmoid, [(4, 5)], [torch.float32], False),
+    ("aten::tanh", torch.tanh, [(4, 5)], [torch.float32], False),
+    ("aten::lerp.Scalar", lambda a, b: torch.lerp(a, b, 0.3),
+     [(4, 5), (5,)], [torch.float32, torch.float64], False),
 ]
 
 
@@ -171,6 +180,52 @@ def test_in_place_forms_write_self(device, mod):
         assert result is self_before
         _same(dev[0], expected)
         assert ran == _emulated(name), name
+
+
+def test_out_forms_write_out(device, mod):
+    a, b = _args([(4, 6), (4, 6)], torch.float32, positive=True)
+    for name, fn in [
+        ("aten::mul.out", lambda x, y, o: torch.mul(x, y, out=o)),
+        ("aten::div.out", lambda x, y, o: torch.div(x, y, out=o)),
+        ("aten::sqrt.out", lambda x, y, o: torch.sqrt(x, out=o)),
+        ("aten::addcmul.out",
+         lambda x, y, o: torch.addcmul(x, x, y, value=3, out=o)),
+    ]:
+        out = torch.empty(4, 6, device=device)
+        result, ran = _ran_loop(mod, name,
+                                lambda: fn(a.to(device), b.to(device), out))
+        assert result is out
+        _same(out, fn(a, b, torch.empty(4, 6)))
+        assert ran == _emulated(name), name
+
+
+def test_out_forms_that_resize_or_cast_go_to_the_engine(device, mod):
+    a, b = _args([(4, 6), (4, 6)], torch.float32)
+    # An empty out= tensor is resized (silently, as on the CPU).
+    out = torch.empty(0, device=device)
+    _, ran = _ran_loop(mod, "aten::mul.out",
+                       lambda: torch.mul(a.to(device), b.to(device), out=out))
+    _same(out, a * b)
+    assert not ran
+    # A float64 out= tensor takes the float32 product cast.
+    out = torch.empty(4, 6, dtype=torch.float64, device=device)
+    _, ran = _ran_loop(mod, "aten::mul.out",
+                       lambda: torch.mul(a.to(device), b.to(device), out=out))
+    _same(out, torch.mul(a, b, out=torch.empty(4, 6, dtype=torch.float64)))
+    assert not ran
+
+
+def test_foreach_operators_run_the_loops_per_tensor(device, mod):
+    # torch's device-generic foreach kernels call the per-tensor operators:
+    # _foreach_mul_ with a number reaches mul.out (mul_.Scalar's kernel).
+    ts = _args([(3, 3), (5,), (2, 4)], torch.float32, seed=3)
+    dts = [t.to(device) for t in ts]
+    _, ran = _ran_loop(mod, "aten::mul.out",
+                       lambda: torch._foreach_mul_(dts, 0.9))
+    torch._foreach_mul_(ts, 0.9)
+    for d, t in zip(dts, ts):
+        _same(d, t)
+    assert ran == _emulated("aten::mul.out")
 
 
 def test_in_place_into_another_dtype_goes_to_the_engine(device, mod):

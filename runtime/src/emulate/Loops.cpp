@@ -7,6 +7,7 @@
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Activation.h>
 #include <ATen/native/BinaryOps.h>
+#include <ATen/native/Lerp.h>
 #include <ATen/native/PointwiseOps.h>
 #include <ATen/native/UnaryOps.h>
 #include <c10/core/DeviceGuard.h>

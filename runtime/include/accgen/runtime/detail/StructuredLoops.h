@@ -5,8 +5,10 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -22,43 +24,62 @@
 #include <ATen/ops/addcmul_ops.h>
 #include <ATen/ops/div_native.h>
 #include <ATen/ops/div_ops.h>
+#include <ATen/ops/exp_native.h>
+#include <ATen/ops/exp_ops.h>
+#include <ATen/ops/lerp_native.h>
+#include <ATen/ops/lerp_ops.h>
+#include <ATen/ops/log_native.h>
+#include <ATen/ops/log_ops.h>
 #include <ATen/ops/mul_native.h>
 #include <ATen/ops/mul_ops.h>
 #include <ATen/ops/neg_native.h>
 #include <ATen/ops/neg_ops.h>
+#include <ATen/ops/reciprocal_native.h>
+#include <ATen/ops/reciprocal_ops.h>
+#include <ATen/ops/rsqrt_native.h>
+#include <ATen/ops/rsqrt_ops.h>
 #include <ATen/ops/sigmoid_backward_native.h>
 #include <ATen/ops/sigmoid_backward_ops.h>
+#include <ATen/ops/sigmoid_native.h>
+#include <ATen/ops/sigmoid_ops.h>
+#include <ATen/ops/sqrt_native.h>
+#include <ATen/ops/sqrt_ops.h>
 #include <ATen/ops/sub_native.h>
 #include <ATen/ops/sub_ops.h>
 #include <ATen/ops/tanh_backward_native.h>
 #include <ATen/ops/tanh_backward_ops.h>
+#include <ATen/ops/tanh_native.h>
+#include <ATen/ops/tanh_ops.h>
 #include <ATen/ops/threshold_backward_native.h>
 #include <ATen/ops/threshold_backward_ops.h>
 
 namespace accgen::runtime::emulate::detail {
 
-/// The structured class of `Op` when its loop runs on the device tensors;
-/// kInPlace: `Op` is the group's in-place form.
+/// Which member of its structured group an operator is.
+enum class LoopForm : uint8_t { kFunctional, kInPlace, kOut };
+
+/// The structured class of `Op` when its loop runs on the device tensors,
+/// and which form `Op` is.
 template <class Op>
 struct StructuredLoop {
   static constexpr bool kRuns = false;
 };
 
-#define ACCGEN_LOOP(ops, kernel)            \
-  template <>                               \
-  struct StructuredLoop<at::_ops::ops> {    \
-    static constexpr bool kRuns = true;     \
-    static constexpr bool kInPlace = false; \
-    using Kernel = at::native::kernel;      \
+#define ACCGEN_LOOP_TRAIT(ops, kernel, form) \
+  template <>                                \
+  struct StructuredLoop<at::_ops::ops> {     \
+    static constexpr bool kRuns = true;      \
+    static constexpr LoopForm kForm = form;  \
+    using Kernel = at::native::kernel;       \
   };
-#define ACCGEN_LOOP_INPLACE(ops, kernel)   \
-  template <>                              \
-  struct StructuredLoop<at::_ops::ops> {   \
-    static constexpr bool kRuns = true;    \
-    static constexpr bool kInPlace = true; \
-    using Kernel = at::native::kernel;     \
-  };
+#define ACCGEN_LOOP(ops, kernel) \
+  ACCGEN_LOOP_TRAIT(ops, kernel, LoopForm::kFunctional)
+#define ACCGEN_LOOP_INPLACE(ops, kernel) \
+  ACCGEN_LOOP_TRAIT(ops, kernel, LoopForm::kInPlace)
+#define ACCGEN_LOOP_OUT(ops, kernel) \
+  ACCGEN_LOOP_TRAIT(ops, kernel, LoopForm::kOut)
 #include "accgen/runtime/detail/StructuredLoops.def"
+#undef ACCGEN_LOOP_TRAIT
 
 /// Whether a loop may run directly now: the host computes on device memory
 /// and no graph is being captured (Loops.cpp).
@@ -102,9 +123,10 @@ class LoopScope {
 struct LoopRefused final : std::exception {};
 
 /// The structured class `Kernel` with its result: allocated on the device
-/// where meta() says (the functional form), or `self` (the in-place form),
-/// which must keep its shape and dtype (the CPU's check_inplace; anything
-/// else goes to the engine).
+/// where meta() says (the functional form), or the tensor given (`self` of
+/// the in-place form, `out` of the out= form), which must keep its shape
+/// and dtype: the CPU's check_inplace; an out= tensor the CPU would resize
+/// or cast into goes to the engine, which does.
 template <class Kernel>
 class LoopOutput final : public Kernel {
  public:
@@ -167,10 +189,19 @@ struct LoopKernel<Op, Fallback, R(Args...)> {
     static std::atomic<int64_t>& calls =
         loopCounter(Op::name, Op::overload_name);
     if (loopsRunNow()) {
-      if constexpr (StructuredLoop<Op>::kInPlace) {
+      constexpr LoopForm kForm = StructuredLoop<Op>::kForm;
+      if constexpr (kForm == LoopForm::kInPlace) {
         if (runInPlace(args...)) {
           calls.fetch_add(1, std::memory_order_relaxed);
           return first(args...);
+        }
+      } else if constexpr (kForm == LoopForm::kOut) {
+        auto refs = std::forward_as_tuple(args...);
+        at::Tensor& out = std::get<sizeof...(Args) - 1>(refs);
+        if (runOut(out, refs,
+                   std::make_index_sequence<sizeof...(Args) - 1>{})) {
+          calls.fetch_add(1, std::memory_order_relaxed);
+          return out;
         }
       } else {
         LoopOutput<Kernel> kernel;
@@ -188,6 +219,12 @@ struct LoopKernel<Op, Fallback, R(Args...)> {
   static bool runInPlace(Self& self, const Rest&... rest) {
     LoopOutput<Kernel> kernel(self);
     return runLoop(kernel, self, rest...);
+  }
+  template <class Refs, std::size_t... I>
+  static bool runOut(const at::Tensor& out, const Refs& refs,
+                     std::index_sequence<I...> /*inputs*/) {
+    LoopOutput<Kernel> kernel(out);
+    return runLoop(kernel, std::get<I>(refs)...);
   }
   template <class Self, class... Rest>
   static Self& first(Self& self, const Rest&... /*rest*/) {
