@@ -105,6 +105,10 @@ TEMPLATE_PARAMETER_BASES = {
     # maybe_get_output) are declared by their root, at::impl::MetaBase.
     ("include/accgen/runtime/StubSupport.h", "IntoOutput", "Kernel"):
         "at::impl::MetaBase",
+    # LoopOutput<Kernel> likewise (StructuredLoops.def), overriding the same
+    # virtuals.
+    ("include/accgen/runtime/detail/StructuredLoops.h", "LoopOutput",
+     "Kernel"): "at::impl::MetaBase",
 }
 
 CPP_SOURCE_GLOBS = [("src", (".cpp", ".h")), ("include/accgen/runtime", (".h",))]
