@@ -267,11 +267,14 @@ def test_unlisted_operators_learn_their_shapes_and_queue(device, mod):
         assert got.shape == (7,) and got.dtype == torch.int32
 
 
-def test_functional_operators_without_out_forms_learn_and_queue(device, mod):
-    # Note [Learned shapes]: native_layer_norm (listed emulate) has no out=
-    # overload with a CPU kernel. A call that does not run at once (its
-    # stream is busy) learns its shapes; a later one is queued, its CPU
-    # kernel's results copied into device results of those shapes.
+def test_functional_operators_without_shape_functions_learn_and_queue(
+        device, mod):
+    # Note [Learned shapes]: native_layer_norm (listed emulate) has no C++
+    # shape function. A call that does not run at once (its stream is busy)
+    # learns its shapes; the next runs through the out= overload torch
+    # generates for it (the CPU kernel, then copies into the out= tensors),
+    # into device results of those shapes; once that kept the shapes, later
+    # calls are queued.
     torch.manual_seed(0)
     x = torch.randn(64, 32)
     w, b = torch.rand(32) + 0.5, torch.randn(32)
@@ -282,6 +285,7 @@ def test_functional_operators_without_out_forms_learn_and_queue(device, mod):
 
     mod._sleep(50)
     work(dx, dw, db)  # waits for the stream, and learns
+    work(dx, dw, db)  # through the out= overload, which keeps the shapes
     mod.synchronize()
     out, host = _host_time(mod, lambda: work(dx, dw, db))
     assert host < HOST_BUDGET_S, f"the host waited {host:.3f} s"

@@ -307,10 +307,13 @@ TEST(EmulateRepresentations, OneRuleDecidesAndBothFollowIt) {
   EXPECT_TRUE(ruleFor("aten::sqrt", "", false)->learns_shapes);
   EXPECT_TRUE(ruleFor("aten::index_select", "", false)->via_out.load());
   EXPECT_TRUE(ruleFor("aten::native_batch_norm", "", false)->via_out.load());
-  // Learned shapes without an out= overload with a CPU kernel: rule 3,
-  // queued once learned.
-  EXPECT_FALSE(ruleFor("aten::native_layer_norm", "", false)->via_out.load());
+  // Learned shapes through the out= overload torch generates
+  // (CompositeExplicitAutograd: the functional CPU kernel, then copies into
+  // the out= tensors).
+  EXPECT_TRUE(ruleFor("aten::native_layer_norm", "", false)->via_out.load());
   EXPECT_TRUE(ruleFor("aten::native_layer_norm", "", false)->learns_shapes);
+  EXPECT_TRUE(
+      ruleFor("aten::native_batch_norm_backward", "", false)->via_out.load());
   // Nothing learned where the results depend on more than the key: random
   // draws, a device argument and CPU tensors by design.
   EXPECT_FALSE(ruleFor("aten::native_dropout", "", false)->learns_shapes);

@@ -398,7 +398,7 @@ void collectShapes(const at::Tensor& meta, ShapeCache::Results& out) {
 // are kept in the shape cache under the call's key. A later call with the
 // same key runs as rule 1, through the out= overload into results
 // allocated with those shapes, with no copy, and may be queued. An
-// operator without an out= overload (native_layer_norm) learns the same
+// operator without a usable out= overload learns the same
 // way from calls that do not run at once on an idle stream: a later such
 // call is queued, its CPU kernel's results copied into results allocated
 // on the device with the learned shapes (as in a graph capture). The key

@@ -166,6 +166,12 @@ bool readyForLoop(at::TensorIteratorBase& iter) {
   return bytes <= kInlineBytes;
 }
 
+void loopKeptShapes(Rule& rule) noexcept {
+  if (!rule.out_proven.load(std::memory_order_relaxed)) {
+    rule.out_proven.store(true, std::memory_order_relaxed);
+  }
+}
+
 at::Tensor allocateLoopResult(at::IntArrayRef sizes, at::IntArrayRef strides,
                               const at::TensorOptions& options) {
   const c10::DeviceIndex device = options.device().index();

@@ -126,13 +126,18 @@ bool computableThroughOut(const c10::OperatorHandle& op) {
 }
 
 // The out= overload of `op` that computes its results in place, if it has
-// one with a CPU kernel.
+// one with a kernel for the CPU: its own, or a CompositeExplicitAutograd one
+// (the out= overloads torch generates for functional operators, such as
+// native_batch_norm_backward.out: the functional CPU kernel, then a copy
+// into each out= tensor, within the one kernel on the device).
 std::optional<c10::OperatorHandle> outOverloadFor(
     const c10::OperatorHandle& op) {
   for (const c10::OperatorName& name : outOverloadsOf(op.schema().name())) {
     auto candidate = c10::Dispatcher::singleton().findOp(name);
     if (candidate.has_value() &&
-        candidate->hasKernelForDispatchKey(c10::DispatchKey::CPU) &&
+        (candidate->hasKernelForDispatchKey(c10::DispatchKey::CPU) ||
+         candidate->hasKernelForDispatchKey(
+             c10::DispatchKey::CompositeExplicitAutograd)) &&
         writesResultsOf(op.schema(), candidate->schema())) {
       return candidate;
     }
@@ -192,11 +197,11 @@ Rule::Results resultsOf(const c10::FunctionSchema& schema) {
 //     the same key (Note [Learned shapes]), whose results are new
 //     tensors and whose result shapes do not depend on the data (no
 //     dynamic_output_shape tag), and that has an out= overload with a CPU
-//     kernel taking the same arguments (by name and type, in their order)
-//     and then one Tensor out= argument per result, is computed through
-//     that overload: its results are allocated on the device with the
-//     shapes and dtypes the shape function gives (cached, Note [Shape
-//     cache]), and the out= kernel writes them in place. No copy. The
+//     (or CompositeExplicitAutograd) kernel taking the same arguments (by name
+//     and type, in their order) and then one Tensor out= argument per result,
+//     is computed through that overload: its results are allocated on the
+//     device with the shapes and dtypes the shape function gives (cached, Note
+//     [Shape cache]), and the out= kernel writes them in place. No copy. The
 //     shape function of a structured operator is the first step of its CPU
 //     kernel, so the results are the CPU's in every respect. The Meta
 //     kernel is not used instead: for most aten operators it is a Python

@@ -497,8 +497,14 @@ template <class Op, auto Shape, class Schema = typename Op::schema>
 struct TypedKernel;
 template <class Op, auto Shape, class R, class... Args>
 struct TypedKernel<Op, Shape, R(Args...)> {
+  /// The operator's rule, made on first use.
+  static Rule& rule() {
+    static Rule& made = typedRule(handleOf<Op>(), kHasShape<Shape>);
+    return made;
+  }
+
   static R call(Args... args) {
-    static Rule& rule = typedRule(handleOf<Op>(), kHasShape<Shape>);
+    Rule& rule = TypedKernel::rule();
     if (C10_UNLIKELY(!runsOnHostAliases(rule))) {
       // Note [Host access] (Driver.cpp): boxed, through the CPU fallback.
       static const auto typed = handleOf<Op>().template typed<R(Args...)>();

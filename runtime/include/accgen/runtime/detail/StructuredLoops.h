@@ -55,6 +55,8 @@
 
 namespace accgen::runtime::emulate::detail {
 
+struct Rule;
+
 /// Which member of its structured group an operator is.
 enum class LoopForm : uint8_t { kFunctional, kInPlace, kOut };
 
@@ -94,6 +96,13 @@ bool readyForLoop(at::TensorIteratorBase& iter);
 /// The count of `op`'s calls that ran their loop directly, registered for
 /// emulate::structuredLoopCounts() (Loops.cpp).
 std::atomic<int64_t>& loopCounter(const char* name, const char* overload);
+
+/// After a functional loop ran: the structured class, which is also the
+/// CPU kernel of the operator's out= overload, computed into a result of
+/// its meta shape, so `rule`'s out= overload keeps the shapes it is given
+/// and the engine may queue the operator (Note [Queued operators]) from
+/// its first call (Loops.cpp).
+void loopKeptShapes(Rule& rule) noexcept;
 
 /// A result of the loop, allocated on the device (Loops.cpp).
 at::Tensor allocateLoopResult(at::IntArrayRef sizes, at::IntArrayRef strides,
@@ -207,6 +216,7 @@ struct LoopKernel<Op, Fallback, R(Args...)> {
         LoopOutput<Kernel> kernel;
         if (runLoop(kernel, args...)) {
           calls.fetch_add(1, std::memory_order_relaxed);
+          loopKeptShapes(Fallback::rule());
           return std::move(kernel.result());
         }
       }
