@@ -18,7 +18,8 @@ def test_models_and_opinfo_sweep_on_the_init_backend(second_backend):
     # The suites the example runs, against the freshly initialised backend.
     run_suites_on(second_backend, ("test_models.py", "test_opinfo_sweep.py",
                                     "test_hook_ops.py", "test_memory_tools.py",
-                                    "test_graphs.py"))
+                                    "test_graphs.py",
+                                    "test_structured_loops.py"))
 def test_distributed_on_the_init_backend(second_backend):
     # torch.distributed on the freshly initialised backend: its c10d backend
     # is registered, and two ranks run the collectives and a DDP step.
