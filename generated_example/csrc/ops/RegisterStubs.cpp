@@ -49,11 +49,10 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
 }  // namespace accel::stub_wrappers
 
+// Each stub's device entry, set when this backend owns the device type
+// (Note [Stub entries of the owner only] in accgen/runtime/StubSupport.h).
 namespace at::native {
-REGISTER_PRIVATEUSE1_DISPATCH(
-    abs_stub, (&::accgen::runtime::stubs::OnDevice<abs_stub, decltype(abs_stub)::FnPtr>::run))
-REGISTER_PRIVATEUSE1_DISPATCH(
-    addr_stub, (&::accgen::runtime::stubs::OnDevice<addr_stub, decltype(addr_stub)::FnPtr>::run))
-REGISTER_PRIVATEUSE1_DISPATCH(
-    sin_stub, (&::accgen::runtime::stubs::OnDevice<sin_stub, decltype(sin_stub)::FnPtr>::run))
+ACCGEN_STUB_ON_DEVICE(abs_stub)
+ACCGEN_STUB_ON_DEVICE(addr_stub)
+ACCGEN_STUB_ON_DEVICE(sin_stub)
 }  // namespace at::native

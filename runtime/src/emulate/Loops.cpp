@@ -219,11 +219,9 @@ std::vector<std::pair<std::string, int64_t>> structuredLoopCounts() {
 
 }  // namespace accgen::runtime
 
-// The PrivateUse1 entries of the stubs the table's impls call.
+// The PrivateUse1 entries of the stubs the table's impls call (Note [Stub
+// entries of the owner only] in accgen/runtime/StubSupport.h).
 namespace at::native {
-#define ACCGEN_LOOP_STUB(stub)   \
-  REGISTER_PRIVATEUSE1_DISPATCH( \
-      stub,                      \
-      (&::accgen::runtime::stubs::OnDevice<stub, decltype(stub)::FnPtr>::run))
+#define ACCGEN_LOOP_STUB(stub) ACCGEN_STUB_ON_DEVICE(stub)
 #include "accgen/runtime/detail/StructuredLoops.def"
 }  // namespace at::native

@@ -23,6 +23,7 @@
 #include <c10/util/SmallVector.h>
 
 #include "accgen/runtime/Emulate.h"
+#include "accgen/runtime/Registration.h"
 #include "accgen/runtime/Runtime.h"
 
 namespace accgen::runtime::stubs {
@@ -118,6 +119,23 @@ struct OnDevice<stub, void (*)(Args...)> {
   }
 };
 
+// Note [Stub entries of the owner only]
+// A DispatchStub's PrivateUse1 entry is one pointer for the whole process,
+// as the dispatcher's kernels are one table: a backend loaded after another
+// one took the PrivateUse1 device type must leave the owner's entries
+// alone, or the owner's operators would run the other backend's loops on
+// its driver (Registration.h). ACCGEN_STUB_ON_DEVICE(stub) sets the entry
+// to OnDevice's when this backend owns the device type, at load time.
+template <class Stub>
+class DeviceEntry {
+ public:
+  DeviceEntry(Stub& stub, typename Stub::FnPtr entry) {
+    if (ownsDevice()) {
+      stub.set_privateuse1_dispatch_ptr(entry);
+    }
+  }
+};
+
 // A structured kernel class of ATen (at::native::structured_<op>_out)
 // computing into a given out= tensor: its meta() decides the result's
 // shape, dtype and strides, which the tensor takes as an out= argument
@@ -165,3 +183,9 @@ class IntoOutput final : public Kernel {
 };
 
 }  // namespace accgen::runtime::stubs
+
+// In namespace at::native, where the stubs are declared.
+#define ACCGEN_STUB_ON_DEVICE(stub)                                         \
+  static const ::accgen::runtime::stubs::DeviceEntry<decltype(stub)>        \
+      stub##_accgen_device_entry(stub, &::accgen::runtime::stubs::OnDevice< \
+                                           stub, decltype(stub)::FnPtr>::run);

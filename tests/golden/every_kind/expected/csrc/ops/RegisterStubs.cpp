@@ -31,7 +31,8 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
 }  // namespace kindly_ns::stub_wrappers
 
+// Each stub's device entry, set when this backend owns the device type
+// (Note [Stub entries of the owner only] in accgen/runtime/StubSupport.h).
 namespace at::native {
-REGISTER_PRIVATEUSE1_DISPATCH(
-    abs_stub, (&::accgen::runtime::stubs::OnDevice<abs_stub, decltype(abs_stub)::FnPtr>::run))
+ACCGEN_STUB_ON_DEVICE(abs_stub)
 }  // namespace at::native
