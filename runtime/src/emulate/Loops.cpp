@@ -147,6 +147,9 @@ bool loopsRunNow() noexcept {
 }
 
 bool readyForLoop(at::TensorIteratorBase& iter) {
+  // As every emulated call does: the warnings of kernels queued earlier
+  // are raised on the caller's thread now.
+  raiseDeferredWarnings();
   auto& operands = iter.*IteratorOperands::kOperands;
   const std::optional<at::ScalarType> common = iter.maybe_common_dtype();
   const at::ScalarType dtype =
