@@ -40,7 +40,6 @@ __all__ = [
     "empty_cache",
     "empty_host_cache",
     "fallback_counts",
-    "structured_loop_counts",
     "get_amp_supported_dtype",
     "get_device_capability",
     "get_device_name",
@@ -72,6 +71,7 @@ __all__ = [
     "set_rng_state_all",
     "set_stream",
     "stream",
+    "structured_loop_counts",
     "synchronize",
 ]
 

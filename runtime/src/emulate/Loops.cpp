@@ -47,7 +47,8 @@
 //    entries do not cast]). A CPU scalar (a Python number, a 0-dim CPU
 //    tensor) of another dtype is cast here, exactly as the CPU's iterator
 //    casts it; any other mismatch goes to the engine's rule.
-//  - an in-place form's `self` keeps its shape and dtype;
+//  - an in-place form's `self`, or an out= form's `out`, keeps its shape
+//    and dtype (one the CPU would resize or cast into goes to the engine);
 //  - meta() raises nothing: on an error the engine's rule runs the call and
 //    raises the CPU kernel's error after its own device checks (Note
 //    [Device misuse]);
@@ -146,9 +147,10 @@ bool loopsRunNow() noexcept {
   return hostComputes() && !graphCaptureInProgress();
 }
 
+// Also the loop path's start, once meta() ran: as every emulated call
+// does, the warnings of kernels queued earlier are raised on the caller's
+// thread first.
 bool readyForLoop(at::TensorIteratorBase& iter) {
-  // As every emulated call does: the warnings of kernels queued earlier
-  // are raised on the caller's thread now.
   raiseDeferredWarnings();
   auto& operands = iter.*IteratorOperands::kOperands;
   const std::optional<at::ScalarType> common = iter.maybe_common_dtype();
