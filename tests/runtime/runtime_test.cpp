@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -17,6 +18,7 @@
 #include <c10/core/Event.h>
 #include <c10/core/StreamGuard.h>
 
+#include <accgen/runtime/Driver.h>
 #include <accgen/runtime/Registration.h>
 #include <accgen/runtime/Runtime.h>
 #include <accgen/runtime/Tuning.h>
@@ -294,6 +296,65 @@ TEST(Concurrency, ManyThreadsAllocateCopyAndLaunchOnSeveralStreams) {
   EXPECT_EQ(errors.load(), 0);
   EXPECT_EQ(allocatedBytes(0), before0);
   EXPECT_EQ(allocatedBytes(1), before1);
+}
+
+// Holds a stream until the flag is set (a kernel without buffers: queued).
+accError_t waitForFlag(void* flag) {
+  while (!static_cast<std::atomic<bool>*>(flag)->load()) {
+    std::this_thread::yield();
+  }
+  return accSuccess;
+}
+
+struct BorrowedArgs {
+  const int* in;
+  int* out;
+  int ran = 0;
+};
+
+accError_t copyOne(BorrowedArgs& args) {
+  *args.out = *args.in;
+  ++args.ran;
+  return accSuccess;
+}
+
+TEST(Launch, BorrowedArgumentsRunAtOnceOnAnIdleStreamAndAreOwnedToQueue) {
+  const c10::DeviceGuard guard(kDevice0);
+  const at::Tensor buffer =
+      at::zeros({4}, at::TensorOptions().dtype(at::kInt).device(kDevice0));
+  const void* buffers[] = {buffer.storage().data()};
+  accStream_t stream = currentNativeStream(0);
+  const int in = 7;
+  int out = 0;
+  int owned_made = 0;
+  BorrowedArgs lent{&in, &out};
+  // Idle: the kernel runs on the caller's arguments before the call
+  // returns, and no owned copy is made.
+  launchBorrowing<BorrowedArgs, &copyOne>(stream, lent, buffers, [&] {
+    ++owned_made;
+    return std::make_unique<BorrowedArgs>(lent);
+  });
+  EXPECT_EQ(lent.ran, 1);
+  EXPECT_EQ(out, 7);
+  EXPECT_EQ(owned_made, 0);
+
+  // Busy: the call returns before the kernel ran, which runs on the owned
+  // copy once the stream gets to it.
+  std::atomic<bool> release{false};
+  ACCGEN_CHECK(accLaunchKernel(stream, &waitForFlag, &release, nullptr, 0));
+  const int later = 9;
+  BorrowedArgs queued{&later, &out};
+  launchBorrowing<BorrowedArgs, &copyOne>(stream, queued, buffers, [&] {
+    ++owned_made;
+    return std::make_unique<BorrowedArgs>(queued);
+  });
+  EXPECT_EQ(owned_made, 1);
+  EXPECT_EQ(queued.ran, 0);
+  EXPECT_EQ(out, 7);
+  release = true;
+  ACCGEN_CHECK(accStreamSynchronize(stream));
+  EXPECT_EQ(out, 9);
+  EXPECT_EQ(queued.ran, 0);  // the owned copy ran, not the lent arguments
 }
 
 }  // namespace

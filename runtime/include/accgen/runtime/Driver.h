@@ -8,6 +8,7 @@
 #include <accgen/driver.h>
 
 #include <memory>
+#include <utility>
 
 #include <c10/macros/Macros.h>
 #include <c10/util/ArrayRef.h>
@@ -42,24 +43,28 @@ const char* shortSourcePath(const char* file);
 
 namespace accgen::runtime {
 
-/// Launches `Run(*args)` on `stream` with access to the allocations that
-/// hold `buffers`, in order with the stream's work, and keeps `args` alive
-/// until the driver releases it. Note [Work on an idle stream]: the runtime's
-/// own kernels (copies) follow a kernel whose caller waited for it, so the
-/// stream is mostly idle; then the kernel runs at once (accLaunchIfIdle, on the
-/// calling thread in the emulator), which spares the hand-off to the
-/// stream's worker that the next operator would wait for, and keeps the
-/// kernel's CPU code on the caller's thread pools. On a busy stream it is
-/// queued and the call returns at once.
-template <class Args, accError_t (*Run)(Args&)>
-void launchOwning(accStream_t stream, std::unique_ptr<Args> args,
-                  c10::ArrayRef<const void*> buffers) {
+/// Launches `Run(args)` on `stream` with access to the allocations that
+/// hold `buffers`, in order with the stream's work. Note [Work on an idle
+/// stream]: the runtime's own kernels (copies) follow a kernel whose caller
+/// waited for it, so the stream is mostly idle; then the kernel runs at once
+/// on the caller's `args` (accLaunchIfIdle, on the calling thread in the
+/// emulator), which spares the hand-off to the stream's worker that the next
+/// operator would wait for, and keeps the kernel's CPU code on the caller's
+/// thread pools. `args` may then borrow what the caller holds (a
+/// TensorIterator over the caller's tensors, built without owning them).
+/// On a busy stream the kernel is queued instead, on the arguments `own()`
+/// returns (a std::unique_ptr<Args>), which the driver keeps alive until it
+/// releases them; they must own what the kernel reads (ownedByLaunch), and
+/// the call returns at once.
+template <class Args, accError_t (*Run)(Args&), class Own>
+void launchBorrowing(accStream_t stream, Args& args,
+                     c10::ArrayRef<const void*> buffers, Own&& own) {
   // One driver call when the stream is idle: accLaunchIfIdle runs the
   // kernel at once, or declines (accErrorNotReady) without running it.
   struct Inline {
     Args* args;
     bool ran;
-  } at_once{args.get(), false};
+  } at_once{&args, false};
   const accError_t launched = accLaunchKernelEx(
       stream,
       [](void* data) {
@@ -72,12 +77,25 @@ void launchOwning(accStream_t stream, std::unique_ptr<Args> args,
     ACCGEN_CHECK(launched);
     return;
   }
-  // The driver owns `args` from here on, and may run the kernel again (a
-  // graph that captured it replays it): Run must leave `args` as it was.
+  std::unique_ptr<Args> owned = std::forward<Own>(own)();
+  // The driver owns `owned` from here on, and may run the kernel again (a
+  // graph that captured it replays it): Run must leave its arguments as
+  // they were.
   ACCGEN_CHECK(accLaunchKernelOwned(
       stream, [](void* data) { return Run(*static_cast<Args*>(data)); },
-      args.release(), [](void* data) { delete static_cast<Args*>(data); },
+      owned.release(), [](void* data) { delete static_cast<Args*>(data); },
       buffers.data(), buffers.size()));
+}
+
+/// launchBorrowing for arguments the launch owns from the start: run at
+/// once on an idle stream, else queued, keeping `args` alive until the
+/// driver releases it.
+template <class Args, accError_t (*Run)(Args&)>
+void launchOwning(accStream_t stream, std::unique_ptr<Args> args,
+                  c10::ArrayRef<const void*> buffers) {
+  Args& lent = *args;
+  launchBorrowing<Args, Run>(stream, lent, buffers,
+                             [&args] { return std::move(args); });
 }
 
 }  // namespace accgen::runtime

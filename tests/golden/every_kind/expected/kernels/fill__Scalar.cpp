@@ -9,8 +9,9 @@
 // backend works from the start. Replace the body with your device's
 // implementation: queue work on the current stream (launchOwning in
 // accgen/runtime/Driver.h, which owns the launch's arguments until the kernel
-// ran, as kernels/add_out.cpp of accgen's example does; accLaunchKernelSync
-// makes the host wait) and keep the signature.
+// ran, or launchBorrowing, which lends it the caller's when it runs at once,
+// as kernels/add_out.cpp of accgen's example does; accLaunchKernelSync makes
+// the host wait) and keep the signature.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/fill_ops.h>
 
