@@ -1,8 +1,7 @@
 // The accel kernel of add.out. This file is yours: accgen created it once
 // from specs/operators.yaml and never touches it again.
 //
-//   add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) ->
-//   Tensor(a!)
+//   add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
 //
 // The dispatcher calls it for add.out and, through the wrappers in
 // csrc/ops/RegisterKernels.cpp, for add.Tensor, add_.Tensor.

@@ -341,6 +341,11 @@ TEST(Launch, BorrowedArgumentsRunAtOnceOnAnIdleStreamAndAreOwnedToQueue) {
   // Busy: the call returns before the kernel ran, which runs on the owned
   // copy once the stream gets to it.
   std::atomic<bool> release{false};
+  // Released on every path, so that a failure below cannot hang the stream.
+  struct Release {
+    std::atomic<bool>& flag;
+    ~Release() { flag = true; }
+  } release_at_exit{release};
   ACCGEN_CHECK(accLaunchKernel(stream, &waitForFlag, &release, nullptr, 0));
   const int later = 9;
   BorrowedArgs queued{&later, &out};
