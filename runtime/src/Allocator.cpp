@@ -68,6 +68,7 @@
 #include <c10/util/StringUtil.h>
 #include <torch/csrc/profiler/combined_traceback.h>
 
+#include "Internal.h"
 #include "accgen/runtime/Driver.h"
 #include "accgen/runtime/MemoryHistory.h"
 #include "accgen/runtime/Runtime.h"
@@ -353,6 +354,12 @@ class CachingAllocator final : public c10::DeviceAllocator {
     for (c10::DeviceIndex device = 0; device < count; ++device) {
       releaseCachedBlocks(device);
     }
+  }
+
+  // Whether `ptr` is the address of one of this allocator's blocks.
+  bool owns(void* ptr) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return blocks_.find(ptr) != blocks_.end();
   }
 
   void recordStream(const c10::DataPtr& data_ptr, c10::Stream stream) override {
@@ -674,6 +681,39 @@ class CachingAllocator final : public c10::DeviceAllocator {
     return block;
   }
 
+ public:
+  // Note [Kernel results in device memory]: a block for the CPU kernel
+  // running as a device kernel on `stream`, or null, and then the CPU
+  // allocator serves. It waits for nothing and releases nothing (the
+  // driver's frees drain the device, which runs this very kernel), and it
+  // gathers no stack (the kernel may run on the stream's worker thread,
+  // whose Python stack is not the caller's).
+  Block* allocateForKernel(c10::DeviceIndex device, c10::StreamId stream,
+                           std::size_t nbytes) {
+    const std::size_t size = roundUp(nbytes);
+    Block* block =
+        takeCachedBlock(device, stream, {0, 0}, size, nbytes, nullptr);
+    if (block == nullptr) {
+      void* ptr = nullptr;
+      const c10::DeviceGuard guard(c10::Device(kDeviceType, device));
+      if (accMalloc(&ptr, size) != accSuccess) {
+        return nullptr;
+      }
+      block =
+          addDriverBlock(ptr, device, stream, {0, 0}, size, nbytes, nullptr);
+    }
+    // The kernel running on this thread may touch the block (an emulator
+    // that guards device memory would refuse it otherwise).
+    if (accKernelAddBuffer(block->ptr) != accSuccess) {
+      free(block->ptr);
+      return nullptr;
+    }
+    reportToProfiler(block->ptr, static_cast<std::int64_t>(block->size),
+                     device);
+    return block;
+  }
+
+ private:
   // --8<-- [start:allocate-from-driver]
   Block* allocateFromDriver(
       c10::DeviceIndex device, c10::StreamId stream, c10::MempoolId_t pool,
@@ -697,6 +737,14 @@ class CachingAllocator final : public c10::DeviceAllocator {
                                __LINE__, __func__);
     }
     // --8<-- [end:allocate-from-driver]
+    return addDriverBlock(ptr, device, stream, pool, size, requested, context);
+  }
+
+  // A block for `ptr`, fresh from the driver, allocated to its caller.
+  Block* addDriverBlock(void* ptr, c10::DeviceIndex device,
+                        c10::StreamId stream, c10::MempoolId_t pool,
+                        std::size_t size, std::size_t requested,
+                        const std::shared_ptr<c10::GatheredContext>& context) {
     auto owned = std::make_unique<Block>();
     Block* block = owned.get();
     block->ptr = ptr;
@@ -806,7 +854,102 @@ void deleteBlock(void* ptr) {
   }
 }
 
+// Note [Kernel results in device memory]
+// A CPU kernel that runs on host aliases of device tensors (rule 3 of Note
+// [How an emulated operator runs], the hook operators) allocates its new
+// results through the CPU allocator. While it runs as a device kernel, the
+// CPU allocator of the process serves those allocations from the device's
+// caching allocator, on the kernel's device and stream: the results are
+// then already in device memory, and the engine takes their blocks over
+// (takeDeviceBlock) instead of copying them. The blocks are CPU-typed
+// while the kernel holds them (a CPU tensor's storage must say CPU), and
+// ordinary CPU memory serves whenever the device allocator cannot (a full
+// device), so a result is copied as before then. The kernel's
+// temporaries come from the device too, and go back to its cache on the
+// kernel's stream, which is the order CUDA's allocator keeps for its
+// kernels' workspaces.
+thread_local const detail::KernelAllocations* tls_kernel_scope = nullptr;
+
+class KernelResultsAllocator final : public c10::Allocator {
+ public:
+  explicit KernelResultsAllocator(c10::Allocator* cpu) : cpu_(cpu) {}
+
+  c10::DataPtr allocate(std::size_t nbytes) override {
+    const detail::KernelAllocations* scope = tls_kernel_scope;
+    if (scope != nullptr && nbytes > 0 &&
+        static_cast<std::ptrdiff_t>(nbytes) > 0) {
+      if (Block* block = deviceAllocator()->allocateForKernel(
+              scope->device(), scope->stream(), nbytes)) {
+        return {block->ptr, block->ptr, &deleteBlock, c10::Device(c10::kCPU)};
+      }
+    }
+    return cpu_->allocate(nbytes);
+  }
+
+  // raw_allocate() within a kernel hands out a device block too; its
+  // raw_deallocate() comes here.
+  c10::DeleterFnPtr raw_deleter() const override { return &rawDelete; }
+
+  void copy_data(void* dest, const void* src,
+                 std::size_t count) const override {
+    cpu_->copy_data(dest, src, count);
+  }
+
+ private:
+  static void rawDelete(void* ptr) {
+    if (deviceAllocator()->owns(ptr)) {
+      deleteBlock(ptr);
+    } else {
+      g_cpu_raw_deleter(ptr);
+    }
+  }
+
+  c10::Allocator* const cpu_;
+
+ public:
+  static inline c10::DeleterFnPtr g_cpu_raw_deleter = nullptr;
+};
+
 }  // namespace
+
+namespace detail {
+
+KernelAllocations::KernelAllocations(c10::DeviceIndex device,
+                                     c10::StreamId stream)
+    : device_(device), stream_(stream), previous_(tls_kernel_scope) {
+  tls_kernel_scope = this;
+}
+
+KernelAllocations::~KernelAllocations() {
+  tls_kernel_scope = previous_;
+}
+
+void installKernelResultsAllocator() {
+  c10::Allocator* cpu = c10::GetAllocator(c10::kCPU);
+  KernelResultsAllocator::g_cpu_raw_deleter = cpu->raw_deleter();
+  static KernelResultsAllocator* const allocator =
+      new KernelResultsAllocator(cpu);
+  c10::SetAllocator(c10::kCPU, allocator);
+}
+
+c10::Storage takeDeviceBlock(c10::StorageImpl& host, c10::Device device) {
+  const c10::DataPtr& data = host.data_ptr();
+  if (data.get_deleter() != &deleteBlock || data.get() == nullptr ||
+      data.get() != data.get_context()) {
+    return {};
+  }
+  // The host storage keeps the address without owning it, like a host
+  // alias, and the device storage owns the block.
+  void* ptr = data.get();
+  c10::DataPtr owned =
+      host.set_data_ptr(c10::DataPtr(ptr, c10::Device(c10::kCPU)));
+  c10::DataPtr moved(ptr, owned.release_context(), &deleteBlock, device);
+  return c10::Storage(c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), host.nbytes(), std::move(moved),
+      deviceAllocator(), /*resizable=*/true));
+}
+
+}  // namespace detail
 
 c10::DeviceAllocator* getDeviceAllocator() {
   return deviceAllocator();

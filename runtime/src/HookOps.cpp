@@ -34,6 +34,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "Internal.h"
 #include "accgen/runtime/Emulate.h"
 #include "accgen/runtime/Registration.h"
 #include "accgen/runtime/Runtime.h"
@@ -109,6 +110,22 @@ struct CellInputs {
   std::optional<at::Tensor> hidden_bias;
 };
 
+// Note [Kernel results in device memory], for a hook's CPU kernel: made on
+// the calling thread, allocations() in the kernel allocates its results on
+// the device and stream of the call.
+class DeviceResults {
+ public:
+  explicit DeviceResults(c10::Device device)
+      : device_(device.index()), stream_(getCurrentStream(device_).id()) {}
+  ::accgen::runtime::detail::KernelAllocations allocations() const {
+    return {device_, stream_};
+  }
+
+ private:
+  c10::DeviceIndex device_;
+  c10::StreamId stream_;
+};
+
 at::Tensor orZeros(const at::Tensor& grad, const at::Tensor& like) {
   return grad.defined() ? grad : at::zeros_like(like);
 }
@@ -125,13 +142,16 @@ at::Tensor convolutionOverrideable(
   const at::Tensor h_weight = host(weight);
   const std::optional<at::Tensor> h_bias = host(bias);
   at::Tensor result;
+  const DeviceResults results(host.device());
   host.run([&] {
+    const auto allocations = results.allocations();
+    // Contiguous, as the meta kernel (and so torch.compile) expects.
     result = at::convolution(h_input, h_weight, h_bias, concrete(stride),
                              concrete(padding), concrete(dilation), transposed,
-                             concrete(output_padding), groups.expect_int());
+                             concrete(output_padding), groups.expect_int())
+                 .contiguous();
   });
-  // Contiguous, as the meta kernel (and so torch.compile) expects.
-  return emulate::copyToDevice(result.contiguous(), host.device());
+  return emulate::copyToDevice(result, host.device());
 }
 
 // The hooks' parameters are the dispatcher's unboxed signature, which takes
@@ -151,11 +171,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolutionBackwardOverrideable(
   const std::vector<int64_t> bias_sizes = {weight.size(transposed ? 1 : 0) *
                                            (transposed ? num_groups : 1)};
   std::array<at::Tensor, 3> grads;
+  const DeviceResults results(host.device());
   host.run([&] {
+    const auto allocations = results.allocations();
     std::tie(grads[0], grads[1], grads[2]) = at::convolution_backward(
         h_grad, h_input, h_weight, bias_sizes, concrete(stride),
         concrete(padding), concrete(dilation), transposed,
         concrete(output_padding), num_groups, output_mask);
+    for (at::Tensor& grad : grads) {
+      if (grad.defined()) {
+        grad = grad.contiguous();
+      }
+    }
   });
   auto [grad_input, grad_weight, grad_bias] = toDevice(grads, host.device());
   return {grad_input, grad_weight, grad_bias};

@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+#include <c10/core/Device.h>
+#include <c10/core/Storage.h>
+#include <c10/core/Stream.h>
+
 namespace c10 {
 class OperatorHandle;
 struct IValue;
@@ -60,5 +64,33 @@ void runOnHost(const c10::OperatorHandle& op, std::vector<c10::IValue>* stack,
 /// identity across .to()] in Builtin.cpp).
 bool hasCompatibleShallowCopyType(const at::Tensor& self,
                                   const at::Tensor& from);
+
+/// While it lives, the CPU allocator of the process serves this thread
+/// from the caching allocator of `device`, on `stream` (Note [Kernel results
+/// in device memory] in Allocator.cpp): it brackets a CPU kernel running as
+/// a device kernel.
+class KernelAllocations {
+ public:
+  KernelAllocations(c10::DeviceIndex device, c10::StreamId stream);
+  ~KernelAllocations();
+  KernelAllocations(const KernelAllocations&) = delete;
+  KernelAllocations& operator=(const KernelAllocations&) = delete;
+  c10::DeviceIndex device() const { return device_; }
+  c10::StreamId stream() const { return stream_; }
+
+ private:
+  c10::DeviceIndex device_;
+  c10::StreamId stream_;
+  const KernelAllocations* previous_;
+};
+
+/// Puts the allocator KernelAllocations switches in front of the CPU
+/// allocator (Registration.cpp, once).
+void installKernelResultsAllocator();
+
+/// A device storage on `device` owning the device block that `host` (a CPU
+/// storage a kernel allocated under KernelAllocations) holds, which then
+/// keeps only the address; an empty storage when `host` holds no block.
+c10::Storage takeDeviceBlock(c10::StorageImpl& host, c10::Device device);
 
 }  // namespace accgen::runtime::detail

@@ -33,6 +33,7 @@ Claim claimDevice() {
   static const c10::impl::DeviceGuardImplRegistrar guard_registrar(
       kDeviceType, detail::guardImpl());
   c10::SetAllocator(kDeviceType, getTensorAllocator());
+  detail::installKernelResultsAllocator();
   if (kPinnedMemory) {
     at::setHostAllocator(kDeviceType, getHostAllocator());
   }

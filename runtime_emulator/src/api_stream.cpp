@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "runtime.h"
+#include "work.h"
 
 using accgen::emulator::AllocationRef;
 using accgen::emulator::Capture;
@@ -117,6 +118,19 @@ accError_t launchKernel(accStream_t stream, accKernelFn_t fn, void* user_data,
 }  // namespace
 
 extern "C" {
+
+accError_t accKernelAddBuffer(const void* ptr) {
+  if (ptr == nullptr) {
+    return accErrorInvalidValue;
+  }
+  return guarded([&](Runtime& rt) {
+    AllocationRef allocation = rt.allocations().findForKernel(ptr);
+    if (allocation == nullptr) {
+      return accErrorInvalidValue;
+    }
+    return accgen::emulator::addKernelBuffer(std::move(allocation));
+  });
+}
 
 accError_t accDeviceGetStreamPriorityRange(int* least, int* greatest) {
   if (least == nullptr || greatest == nullptr) {

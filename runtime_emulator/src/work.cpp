@@ -16,8 +16,17 @@ bool isKnownError(int code) {
   return code >= accSuccess && code <= accErrorNotSupported;
 }
 
+// The host kernel running on this thread: the access it holds, and the
+// allocations accKernelAddBuffer added to it.
+struct RunningKernel {
+  AccessScope* scope;
+  AllocationRefs* added;
+};
+thread_local RunningKernel* tls_running_kernel = nullptr;
+
 // A kernel, copy or memset with access to its allocations.
 accError_t runAccessing(const Work& work) noexcept {
+  AllocationRefs added;  // outlives the access that scope releases
   AccessScope scope;
   for (const AllocationRef& allocation : work.allocations) {
     if (!scope.add(allocation.get())) {
@@ -28,11 +37,16 @@ accError_t runAccessing(const Work& work) noexcept {
   switch (work.kind) {
     case WorkKind::kKernel: {
       int code = accSuccess;
+      RunningKernel running{&scope, &added};
+      RunningKernel* const outer = tls_running_kernel;
+      tls_running_kernel = &running;
       try {
         code = work.fn(work.user_data);
       } catch (...) {
+        tls_running_kernel = outer;
         return accErrorLaunchFailure;
       }
+      tls_running_kernel = outer;
       if (code == accSuccess) {
         return accSuccess;
       }
@@ -54,6 +68,26 @@ accError_t runAccessing(const Work& work) noexcept {
 }
 
 }  // namespace
+
+accError_t addKernelBuffer(AllocationRef allocation) noexcept {
+  RunningKernel* running = tls_running_kernel;
+  if (running == nullptr) {
+    return accErrorNotReady;
+  }
+  if (allocation == nullptr) {
+    return accErrorInvalidValue;
+  }
+  try {
+    Allocation* raw = allocation.get();
+    running->added->push_back(std::move(allocation));
+    if (!running->scope->add(raw)) {
+      return accErrorMemoryAllocation;
+    }
+  } catch (...) {
+    return accErrorMemoryAllocation;
+  }
+  return accSuccess;
+}
 
 accError_t runWork(Work& work) noexcept {
   switch (work.kind) {

@@ -68,4 +68,8 @@ struct Work {
 /// returned a value outside accError_t). Never throws.
 accError_t runWork(Work& work) noexcept;
 
+/// accKernelAddBuffer: `allocation` joins the access of the host kernel
+/// running on this thread; accErrorNotReady when none is.
+accError_t addKernelBuffer(AllocationRef allocation) noexcept;
+
 }  // namespace accgen::emulator

@@ -1030,6 +1030,12 @@ accError_t accLaunchKernelSync(accStream_t stream, accKernelFn_t fn,
   return fn(user_data);
 }
 
+// The host never addresses this driver's device memory, so no host kernel
+// takes device memory into its access.
+accError_t accKernelAddBuffer(const void* /*ptr*/) {
+  return accErrorNotSupported;
+}
+
 accError_t accLaunchKernelOwned(accStream_t stream, accKernelFn_t fn,
                                 void* user_data, accReleaseFn_t release,
                                 const void* const* buffers,

@@ -102,6 +102,38 @@ TEST_F(GuardDeathTest, HostWriteAfterAKernelFaults) {
       diedOfSegv, segvMessage());
 }
 
+// accKernelAddBuffer: memory a kernel obtains while it runs joins its
+// access until it returns; outside a kernel there is nothing to join.
+TEST_F(GuardDeathTest, AnAddedBufferIsTheKernelsUntilItReturns) {
+  EXPECT_EXIT(
+      {
+        void* declared = guardedAllocation(64);
+        void* added = guardedAllocation(64);
+        if (accKernelAddBuffer(added) != accErrorNotReady) {
+          std::_Exit(91);
+        }
+        int seen = 0;
+        if (launchSync(nullptr,
+                       [added, &seen] {
+                         if (accKernelAddBuffer(added) != accSuccess ||
+                             accKernelAddBuffer(&seen) !=
+                                 accErrorInvalidValue) {
+                           return accErrorInvalidValue;
+                         }
+                         *static_cast<volatile int*>(added) = 7;
+                         seen = *static_cast<volatile int*>(added);
+                         return accSuccess;
+                       },
+                       {declared}) != accSuccess ||
+            seen != 7) {
+          std::_Exit(92);
+        }
+        *static_cast<volatile int*>(added) = 2;  // access ended with it
+        std::_Exit(0);
+      },
+      diedOfSegv, segvMessage());
+}
+
 TEST_F(GuardDeathTest, KernelTouchingAnUndeclaredAllocationFaults) {
   EXPECT_EXIT(
       {

@@ -412,5 +412,24 @@ TEST(StructuredLoops, TheDeviceIteratorLeavesCpuScalarsUncast) {
   EXPECT_EQ(on_cpu.dtype(2), at::kFloat);
 }
 
+// Note [Kernel results in device memory]: an operator whose results only
+// its CPU kernel knows (rule 3; nonzero's shape depends on the data) gets
+// them in the device memory the kernel allocated them in, not in a copy,
+// with the access guard on (tests/runtime/CMakeLists.txt), on the device
+// allocator's books, and equal to the CPU's.
+TEST(KernelResults, NewResultsOfACpuKernelStayInDeviceMemory) {
+  const at::Tensor a = at::tensor({0.0F, 1.0F, 0.0F, 2.0F, 3.0F}).view({5, 1});
+  const at::Tensor da = onDevice(a);
+  const auto before = getDeviceAllocator()->getDeviceStats(0);
+  const int64_t kept = keptKernelResults();
+  const at::Tensor indices = viaTyped<at::_ops::nonzero>(da);
+  EXPECT_EQ(keptKernelResults(), kept + 1);
+  expectSame(indices, at::nonzero(a));
+  EXPECT_EQ(indices.storage().data_ptr().device(), kDevice0);
+  EXPECT_GE(getDeviceAllocator()->getDeviceStats(0).allocated_bytes[0].current -
+                before.allocated_bytes[0].current,
+            static_cast<int64_t>(indices.nbytes()));
+}
+
 }  // namespace
 }  // namespace accgen::runtime::emulate::detail

@@ -1,5 +1,6 @@
 // Host aliases of device tensors, and results back on the device.
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <memory>
 
@@ -12,6 +13,7 @@
 #include <c10/core/StorageImpl.h>
 #include <c10/core/TensorImpl.h>
 
+#include "../Internal.h"
 #include "Engine.h"
 #include "accgen/runtime/Driver.h"
 
@@ -124,6 +126,8 @@ at::Tensor hostAlias(void* data, std::size_t nbytes, const at::Tensor& like,
   return aliases.take(data, nbytes, like, inference);
 }
 
+std::atomic<int64_t> g_kept_kernel_results{0};
+
 struct PendingCopies {
   std::vector<DeviceCopies::Copy> copies;
 };
@@ -233,6 +237,24 @@ at::Tensor copyToDevice(at::Tensor host, c10::Device device) {
 }
 
 at::Tensor DeviceCopies::add(at::Tensor host, c10::Device device) {
+  // Note [Kernel results in device memory]: a result the kernel made in
+  // device memory becomes the device tensor, in the CPU kernel's geometry
+  // (the host may not read it to make it dense); its other results over
+  // the same storage share it.
+  c10::StorageImpl* storage = host.storage().unsafeGetStorageImpl();
+  for (const auto& [held, taken] : taken_) {
+    if (held.unsafeGetStorageImpl() == storage) {
+      return tensorOver(taken, c10::DispatchKey::PrivateUse1, host.dtype(),
+                        host.sizes(), host.strides(), host.storage_offset());
+    }
+  }
+  if (c10::Storage taken = runtime::detail::takeDeviceBlock(*storage, device)) {
+    g_kept_kernel_results.fetch_add(1, std::memory_order_relaxed);
+    taken_.emplace_back(host.storage(), taken);
+    return tensorOver(std::move(taken), c10::DispatchKey::PrivateUse1,
+                      host.dtype(), host.sizes(), host.strides(),
+                      host.storage_offset());
+  }
   if (!host.is_non_overlapping_and_dense()) {
     host = host.contiguous();
   }
@@ -505,3 +527,11 @@ void firstDevice(c10::DeviceIndex& device, const std::optional<at::Tensor>& t) {
 
 }  // namespace detail
 }  // namespace accgen::runtime::emulate
+
+namespace accgen::runtime {
+
+int64_t keptKernelResults() {
+  return emulate::g_kept_kernel_results.load(std::memory_order_relaxed);
+}
+
+}  // namespace accgen::runtime

@@ -10,6 +10,7 @@
 #include <c10/core/DefaultDtype.h>
 #include <c10/core/DeviceGuard.h>
 
+#include "../Internal.h"
 #include "Engine.h"
 #include "accgen/runtime/CpuGenerator.h"
 
@@ -321,7 +322,19 @@ void runDirect(Rule& rule, Call& call,
   AliasSet aliases;
   call.alias(aliases);
   aliases.setDeviceIfUnset(currentDevice());
-  const auto fn = [&] { call.runCpu(); };
+  // Note [Kernel results in device memory]: new results of an operator
+  // that keeps to the device are allocated there.
+  const bool results_on_device =
+      rule.results == Rule::Results::kOther && !rule.allows_cpu_tensors;
+  const c10::StreamId stream =
+      results_on_device ? getCurrentStream(aliases.device()).id() : 0;
+  const auto fn = [&] {
+    std::optional<runtime::detail::KernelAllocations> results;
+    if (results_on_device) {
+      results.emplace(aliases.device(), stream);
+    }
+    call.runCpu();
+  };
   if (rule.results == Rule::Results::kViews) {
     // A view reads no data: it needs no place in the stream's order.
     const at::AutoDispatchBelowADInplaceOrView below_autograd;

@@ -228,6 +228,15 @@ accError_t accLaunchKernelSync(accStream_t stream, accKernelFn_t fn,
                                void* user_data, const void* const* buffers,
                                size_t num_buffers);
 
+/* From inside a host kernel (accLaunchKernel and its kin) running on the
+ * calling thread: gives the kernel access to the allocation holding `ptr`
+ * until it returns, as if it were one of its buffers. For device memory
+ * the kernel obtains while it runs (a CPU kernel's results allocated on
+ * the device). accErrorInvalidValue if `ptr` lies in no allocation,
+ * accErrorNotReady outside a host kernel, accErrorNotSupported where the
+ * host cannot address device memory. */
+accError_t accKernelAddBuffer(const void* ptr);
+
 /* Releases the `user_data` of accLaunchKernelOwned. */
 typedef void (*accReleaseFn_t)(void* user_data);
 

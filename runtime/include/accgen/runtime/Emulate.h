@@ -97,6 +97,9 @@ class DeviceCopies {
 
  private:
   std::vector<Copy> copies_;
+  // Host storages whose device blocks add() took, and the device storages
+  // that own them now (Note [Kernel results in device memory]).
+  std::vector<std::pair<c10::Storage, c10::Storage>> taken_;
 };
 
 /// Runs `fn` as a kernel on the current stream of `device`, with access to
@@ -200,6 +203,11 @@ std::vector<FallbackCount> fallbackCounts();
 /// tensors in this process (Note [Structured loops on the device] in
 /// src/emulate/Loops.cpp), and how often: {"aten::mul.Tensor", 12}.
 std::vector<std::pair<std::string, int64_t>> structuredLoopCounts();
+
+/// How many new results of CPU kernels became device tensors in the device
+/// memory the kernels allocated them in, without a copy, in this process
+/// (Note [Kernel results in device memory] in src/Allocator.cpp).
+int64_t keptKernelResults();
 
 /// The fallback of `fallback: error`: raises NotImplementedError naming the
 /// operator and what to add to specs/operators.yaml.
