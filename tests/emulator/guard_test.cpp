@@ -104,31 +104,43 @@ TEST_F(GuardDeathTest, HostWriteAfterAKernelFaults) {
 
 // accKernelAddBuffer: memory a kernel obtains while it runs joins its
 // access until it returns; outside a kernel there is nothing to join.
-TEST_F(GuardDeathTest, AnAddedBufferIsTheKernelsUntilItReturns) {
+// Launched inline, the kernel writes the added allocation, which stays the
+// kernel's alone: a host write after it faults.
+int writeThroughAddedBuffer(void* added) {
+  void* declared = guardedAllocation(64);
+  if (accKernelAddBuffer(added) != accErrorNotReady) {
+    return 91;
+  }
+  int seen = 0;
+  if (launchSync(nullptr,
+                 [added, &seen] {
+                   if (accKernelAddBuffer(added) != accSuccess ||
+                       accKernelAddBuffer(&seen) != accErrorInvalidValue) {
+                     return accErrorInvalidValue;
+                   }
+                   *static_cast<volatile int*>(added) = 7;
+                   seen = *static_cast<volatile int*>(added);
+                   return accSuccess;
+                 },
+                 {declared}) != accSuccess) {
+    return 92;
+  }
+  return seen == 7 ? 0 : 93;
+}
+
+TEST_F(GuardDeathTest, AKernelWritesTheBufferItAdded) {
+  EXPECT_EXIT(std::_Exit(writeThroughAddedBuffer(guardedAllocation(64))),
+              ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(GuardDeathTest, AnAddedBufferIsTheKernelsOnlyUntilItReturns) {
   EXPECT_EXIT(
       {
-        void* declared = guardedAllocation(64);
         void* added = guardedAllocation(64);
-        if (accKernelAddBuffer(added) != accErrorNotReady) {
-          std::_Exit(91);
+        if (writeThroughAddedBuffer(added) != 0) {
+          std::_Exit(0);  // not the fault this test expects
         }
-        int seen = 0;
-        if (launchSync(nullptr,
-                       [added, &seen] {
-                         if (accKernelAddBuffer(added) != accSuccess ||
-                             accKernelAddBuffer(&seen) !=
-                                 accErrorInvalidValue) {
-                           return accErrorInvalidValue;
-                         }
-                         *static_cast<volatile int*>(added) = 7;
-                         seen = *static_cast<volatile int*>(added);
-                         return accSuccess;
-                       },
-                       {declared}) != accSuccess ||
-            seen != 7) {
-          std::_Exit(92);
-        }
-        *static_cast<volatile int*>(added) = 2;  // access ended with it
+        *static_cast<volatile int*>(added) = 2;
         std::_Exit(0);
       },
       diedOfSegv, segvMessage());

@@ -215,8 +215,10 @@ Rule::Results resultsOf(const c10::FunctionSchema& schema) {
 //     from then on.
 //  3. Every other operator runs its CPU kernel on host aliases of the
 //     device tensors: in-place and out= forms write the device memory, view
-//     forms return views of it, and new results are copied to the device
-//     once.
+//     forms return views of it, and new results are allocated by the CPU
+//     kernel in device memory and become the device tensors (Note [Kernel
+//     results in device memory] in Allocator.cpp), or are copied to the
+//     device once where the device could not hold them.
 // Whether the host waits for the kernel is Note [Queued operators] in
 // Launch.cpp: an in-place form's shape function (at::meta::add_) checks its
 // arguments before it is queued.
