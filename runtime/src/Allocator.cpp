@@ -888,7 +888,9 @@ class KernelResultsAllocator final : public c10::Allocator {
 
   // raw_allocate() within a kernel hands out a device block too; its
   // raw_deallocate() comes here.
-  c10::DeleterFnPtr raw_deleter() const override { return &rawDelete; }
+  c10::DeleterFnPtr raw_deleter() const override {
+    return g_cpu_raw_deleter == nullptr ? nullptr : &rawDelete;
+  }
 
   void copy_data(void* dest, const void* src,
                  std::size_t count) const override {
@@ -925,10 +927,12 @@ KernelAllocations::~KernelAllocations() {
 }
 
 void installKernelResultsAllocator() {
-  c10::Allocator* cpu = c10::GetAllocator(c10::kCPU);
-  KernelResultsAllocator::g_cpu_raw_deleter = cpu->raw_deleter();
-  static KernelResultsAllocator* const allocator =
-      new KernelResultsAllocator(cpu);
+  // Made once, in front of the CPU allocator torch had then.
+  static KernelResultsAllocator* const allocator = [] {
+    c10::Allocator* cpu = c10::GetAllocator(c10::kCPU);
+    KernelResultsAllocator::g_cpu_raw_deleter = cpu->raw_deleter();
+    return new KernelResultsAllocator(cpu);
+  }();
   c10::SetAllocator(c10::kCPU, allocator);
 }
 
