@@ -868,18 +868,18 @@ void deleteBlock(void* ptr) {
 // temporaries come from the device too, and go back to its cache on the
 // kernel's stream, which is the order CUDA's allocator keeps for its
 // kernels' workspaces.
-thread_local const detail::KernelAllocations* tls_kernel_scope = nullptr;
+thread_local const detail::KernelResultsPlace* tls_kernel_place = nullptr;
 
 class KernelResultsAllocator final : public c10::Allocator {
  public:
   explicit KernelResultsAllocator(c10::Allocator* cpu) : cpu_(cpu) {}
 
   c10::DataPtr allocate(std::size_t nbytes) override {
-    const detail::KernelAllocations* scope = tls_kernel_scope;
-    if (scope != nullptr && nbytes > 0 &&
+    const detail::KernelResultsPlace* place = tls_kernel_place;
+    if (place != nullptr && nbytes > 0 &&
         static_cast<std::ptrdiff_t>(nbytes) > 0) {
       if (Block* block = deviceAllocator()->allocateForKernel(
-              scope->device(), scope->stream(), nbytes)) {
+              place->device, place->stream, nbytes)) {
         return {block->ptr, block->ptr, &deleteBlock, c10::Device(c10::kCPU)};
       }
     }
@@ -916,14 +916,17 @@ class KernelResultsAllocator final : public c10::Allocator {
 
 namespace detail {
 
-KernelAllocations::KernelAllocations(c10::DeviceIndex device,
-                                     c10::StreamId stream)
-    : device_(device), stream_(stream), previous_(tls_kernel_scope) {
-  tls_kernel_scope = this;
+KernelResultsPlace KernelResultsPlace::of(c10::DeviceIndex device) {
+  return {device, getCurrentStream(device).id()};
+}
+
+KernelAllocations::KernelAllocations(const KernelResultsPlace* place)
+    : previous_(tls_kernel_place) {
+  tls_kernel_place = place;
 }
 
 KernelAllocations::~KernelAllocations() {
-  tls_kernel_scope = previous_;
+  tls_kernel_place = previous_;
 }
 
 void installKernelResultsAllocator() {

@@ -42,6 +42,11 @@
 namespace accgen::runtime::hooks {
 namespace {
 
+// Note [Kernel results in device memory]: a hook's CPU kernel allocates its
+// results on the device and stream of the call.
+using ::accgen::runtime::detail::KernelAllocations;
+using ::accgen::runtime::detail::KernelResultsPlace;
+
 std::vector<int64_t> concrete(c10::SymIntArrayRef values) {
   return C10_AS_INTARRAYREF_SLOW(values).vec();
 }
@@ -110,22 +115,6 @@ struct CellInputs {
   std::optional<at::Tensor> hidden_bias;
 };
 
-// Note [Kernel results in device memory], for a hook's CPU kernel: made on
-// the calling thread, allocations() in the kernel allocates its results on
-// the device and stream of the call.
-class DeviceResults {
- public:
-  explicit DeviceResults(c10::Device device)
-      : device_(device.index()), stream_(getCurrentStream(device_).id()) {}
-  ::accgen::runtime::detail::KernelAllocations allocations() const {
-    return {device_, stream_};
-  }
-
- private:
-  c10::DeviceIndex device_;
-  c10::StreamId stream_;
-};
-
 at::Tensor orZeros(const at::Tensor& grad, const at::Tensor& like) {
   return grad.defined() ? grad : at::zeros_like(like);
 }
@@ -142,9 +131,9 @@ at::Tensor convolutionOverrideable(
   const at::Tensor h_weight = host(weight);
   const std::optional<at::Tensor> h_bias = host(bias);
   at::Tensor result;
-  const DeviceResults results(host.device());
+  const auto place = KernelResultsPlace::of(host.device().index());
   host.run([&] {
-    const auto allocations = results.allocations();
+    const KernelAllocations allocations(&place);
     // Contiguous, as the meta kernel (and so torch.compile) expects.
     result = at::convolution(h_input, h_weight, h_bias, concrete(stride),
                              concrete(padding), concrete(dilation), transposed,
@@ -171,9 +160,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolutionBackwardOverrideable(
   const std::vector<int64_t> bias_sizes = {weight.size(transposed ? 1 : 0) *
                                            (transposed ? num_groups : 1)};
   std::array<at::Tensor, 3> grads;
-  const DeviceResults results(host.device());
+  const auto place = KernelResultsPlace::of(host.device().index());
   host.run([&] {
-    const auto allocations = results.allocations();
+    const KernelAllocations allocations(&place);
     std::tie(grads[0], grads[1], grads[2]) = at::convolution_backward(
         h_grad, h_input, h_weight, bias_sizes, concrete(stride),
         concrete(padding), concrete(dilation), transposed,

@@ -65,23 +65,29 @@ void runOnHost(const c10::OperatorHandle& op, std::vector<c10::IValue>* stack,
 bool hasCompatibleShallowCopyType(const at::Tensor& self,
                                   const at::Tensor& from);
 
-/// While it lives, the CPU allocator of the process serves this thread
-/// from the caching allocator of `device`, on `stream` (Note [Kernel results
-/// in device memory] in Allocator.cpp): it brackets a CPU kernel running as
-/// a device kernel.
+/// Where the new results of a CPU kernel running as a device kernel go
+/// (Note [Kernel results in device memory] in Allocator.cpp): the device
+/// and its stream, taken on the thread that launches the kernel, since the
+/// kernel may run on the stream's worker.
+struct KernelResultsPlace {
+  c10::DeviceIndex device;
+  c10::StreamId stream;
+  /// `device` and its current stream on the calling thread.
+  static KernelResultsPlace of(c10::DeviceIndex device);
+};
+
+/// While it lives, the CPU allocator of the process serves this thread from
+/// the caching allocator of `place` (null: from CPU memory): it brackets a
+/// CPU kernel running as a device kernel, and restores the place before it.
 class KernelAllocations {
  public:
-  KernelAllocations(c10::DeviceIndex device, c10::StreamId stream);
+  explicit KernelAllocations(const KernelResultsPlace* place);
   ~KernelAllocations();
   KernelAllocations(const KernelAllocations&) = delete;
   KernelAllocations& operator=(const KernelAllocations&) = delete;
-  c10::DeviceIndex device() const { return device_; }
-  c10::StreamId stream() const { return stream_; }
 
  private:
-  c10::DeviceIndex device_;
-  c10::StreamId stream_;
-  const KernelAllocations* previous_;
+  const KernelResultsPlace* previous_;
 };
 
 /// Puts the allocator KernelAllocations switches in front of the CPU

@@ -24,6 +24,21 @@ struct RunningKernel {
 };
 thread_local RunningKernel* tls_running_kernel = nullptr;
 
+// Makes `running` the kernel of this thread while it lives.
+class RunningKernelScope {
+ public:
+  explicit RunningKernelScope(RunningKernel* running)
+      : outer_(tls_running_kernel) {
+    tls_running_kernel = running;
+  }
+  ~RunningKernelScope() { tls_running_kernel = outer_; }
+  RunningKernelScope(const RunningKernelScope&) = delete;
+  RunningKernelScope& operator=(const RunningKernelScope&) = delete;
+
+ private:
+  RunningKernel* const outer_;
+};
+
 // A kernel, copy or memset with access to its allocations.
 accError_t runAccessing(const Work& work) noexcept {
   AllocationRefs added;  // outlives the access that scope releases
@@ -38,15 +53,12 @@ accError_t runAccessing(const Work& work) noexcept {
     case WorkKind::kKernel: {
       int code = accSuccess;
       RunningKernel running{&scope, &added};
-      RunningKernel* const outer = tls_running_kernel;
-      tls_running_kernel = &running;
       try {
+        const RunningKernelScope running_scope(&running);
         code = work.fn(work.user_data);
       } catch (...) {
-        tls_running_kernel = outer;
         return accErrorLaunchFailure;
       }
-      tls_running_kernel = outer;
       if (code == accSuccess) {
         return accSuccess;
       }

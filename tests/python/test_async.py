@@ -270,11 +270,11 @@ def test_unlisted_operators_learn_their_shapes_and_queue(device, mod):
 def test_functional_operators_without_shape_functions_learn_and_queue(
         device, mod):
     # Note [Learned shapes]: native_layer_norm (listed emulate) has no C++
-    # shape function. A call that does not run at once (its stream is busy)
-    # learns its shapes; the next runs through the out= overload torch
-    # generates for it (the CPU kernel, then copies into the out= tensors),
-    # into device results of those shapes; once that kept the shapes, later
-    # calls are queued.
+    # shape function, and its only out= overload is the one torch generates,
+    # which the engine does not take. A call that does not run at once (its
+    # stream is busy) learns its shapes; a later call behind a busy stream
+    # is queued: its CPU kernel, then copies into device results of those
+    # shapes.
     torch.manual_seed(0)
     x = torch.randn(64, 32)
     w, b = torch.rand(32) + 0.5, torch.randn(32)
@@ -285,7 +285,7 @@ def test_functional_operators_without_shape_functions_learn_and_queue(
 
     mod._sleep(50)
     work(dx, dw, db)  # waits for the stream, and learns
-    work(dx, dw, db)  # through the out= overload, which keeps the shapes
+    work(dx, dw, db)  # at once, on the idle stream
     mod.synchronize()
     out, host = _host_time(mod, lambda: work(dx, dw, db))
     assert host < HOST_BUDGET_S, f"the host waited {host:.3f} s"

@@ -307,12 +307,13 @@ TEST(EmulateRepresentations, OneRuleDecidesAndBothFollowIt) {
   EXPECT_TRUE(ruleFor("aten::sqrt", "", false)->learns_shapes);
   EXPECT_TRUE(ruleFor("aten::index_select", "", false)->via_out.load());
   EXPECT_TRUE(ruleFor("aten::native_batch_norm", "", false)->via_out.load());
-  // Learned shapes through the out= overload torch generates
-  // (CompositeExplicitAutograd: the functional CPU kernel, then copies into
-  // the out= tensors).
-  EXPECT_TRUE(ruleFor("aten::native_layer_norm", "", false)->via_out.load());
+  // Not through an out= overload torch generates (tagged `generated`: the
+  // functional CPU kernel, then copies into the out= tensors): rule 3 makes
+  // the same results without the copies. Such operators still learn their
+  // shapes, to be queued.
+  EXPECT_FALSE(ruleFor("aten::native_layer_norm", "", false)->via_out.load());
   EXPECT_TRUE(ruleFor("aten::native_layer_norm", "", false)->learns_shapes);
-  EXPECT_TRUE(
+  EXPECT_FALSE(
       ruleFor("aten::native_batch_norm_backward", "", false)->via_out.load());
   // Nothing learned where the results depend on more than the key: random
   // draws, a device argument and CPU tensors by design.
@@ -429,6 +430,36 @@ TEST(KernelResults, NewResultsOfACpuKernelStayInDeviceMemory) {
   EXPECT_GE(getDeviceAllocator()->getDeviceStats(0).allocated_bytes[0].current -
                 before.allocated_bytes[0].current,
             static_cast<int64_t>(indices.nbytes()));
+}
+
+// An operator whose only out= overload is the one torch generates
+// (native_batch_norm_backward.out copies the functional kernel's results)
+// runs as rule 3 on an idle stream, its three results the blocks its CPU
+// kernel allocated in device memory, at the first call as at the next.
+TEST(KernelResults, AGeneratedOutOverloadIsNotUsed) {
+  const at::Tensor grad = at::randn({4, 3, 5, 5});
+  const at::Tensor input = at::randn({4, 3, 5, 5});
+  const at::Tensor weight = at::rand({3}) + 0.5;
+  const at::Tensor mean = at::randn({3});
+  const at::Tensor invstd = at::rand({3}) + 0.5;
+  const std::array<bool, 3> mask{true, true, true};
+  const auto expected = at::native_batch_norm_backward(
+      grad, input, weight, {}, {}, mean, invstd, true, 1e-5, mask);
+  const at::Tensor dgrad = onDevice(grad);
+  const at::Tensor dinput = onDevice(input);
+  const at::Tensor dweight = onDevice(weight);
+  const at::Tensor dmean = onDevice(mean);
+  const at::Tensor dinvstd = onDevice(invstd);
+  for (int call = 0; call < 2; ++call) {
+    const int64_t kept = keptKernelResults();
+    const auto got = viaTyped<at::_ops::native_batch_norm_backward>(
+        dgrad, dinput, dweight, std::nullopt, std::nullopt, dmean, dinvstd,
+        true, 1e-5, mask);
+    EXPECT_EQ(keptKernelResults(), kept + 3) << "call " << call;
+    expectSame(std::get<0>(got), std::get<0>(expected));
+    expectSame(std::get<1>(got), std::get<1>(expected));
+    expectSame(std::get<2>(got), std::get<2>(expected));
+  }
 }
 
 }  // namespace

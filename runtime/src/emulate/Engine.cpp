@@ -211,11 +211,15 @@ bool metaShapes(const Rule& rule, torch::jit::Stack stack,
 }
 
 // The results' shapes for a queued call: from the shape function, or,
-// without one (only in a graph capture), from the Meta kernel; false when
-// they are not known.
+// without one (only in a graph capture), those learned for the call's key
+// (Note [Learned shapes]), else the Meta kernel's; false when they are not
+// known.
 bool shapesToQueue(Rule& rule, Call& call, ShapeCache::Results& shapes) {
   if (rule.has_shape_function) {
     return shapesOf(rule, call, shapes);
+  }
+  if (rule.learns_shapes && shapesOf(rule, call, shapes)) {
+    return true;
   }
   torch::jit::Stack host;
   call.hostStack(host);
@@ -326,13 +330,13 @@ void runDirect(Rule& rule, Call& call,
   // that keeps to the device are allocated there.
   const bool results_on_device =
       rule.results == Rule::Results::kOther && !rule.allows_cpu_tensors;
-  const c10::StreamId stream =
-      results_on_device ? getCurrentStream(aliases.device()).id() : 0;
+  std::optional<runtime::detail::KernelResultsPlace> place;
+  if (results_on_device) {
+    place = runtime::detail::KernelResultsPlace::of(aliases.device());
+  }
   const auto fn = [&] {
-    std::optional<runtime::detail::KernelAllocations> results;
-    if (results_on_device) {
-      results.emplace(aliases.device(), stream);
-    }
+    const runtime::detail::KernelAllocations results(
+        place.has_value() ? &*place : nullptr);
     call.runCpu();
   };
   if (rule.results == Rule::Results::kViews) {
@@ -406,15 +410,16 @@ void collectShapes(const at::Tensor& meta, ShapeCache::Results& out) {
 // An operator without a C++ shape function (every operator the emulate
 // fallback catches, and listed operators that are not structured, like
 // native_batch_norm) learns its result shapes from its own CPU kernel: the
-// first call with a key runs as rule 3, and when all its results were
-// fresh host memory copied to the device, their sizes, strides and dtypes
-// are kept in the shape cache under the call's key. A later call with the
+// first call with a key runs as rule 3, and when all its results were new
+// tensors of the CPU kernel, their sizes, strides and dtypes are kept in
+// the shape cache under the call's key. A later call with the
 // same key runs as rule 1, through the out= overload into results
 // allocated with those shapes, with no copy, and may be queued. An
 // operator without a usable out= overload learns the same
 // way from calls that do not run at once on an idle stream: a later such
 // call is queued, its CPU kernel's results copied into results allocated
-// on the device with the learned shapes (as in a graph capture). The key
+// on the device with the learned shapes (as in a graph capture, which uses
+// the learned shapes too where it has them). The key
 // holds everything a shape computation reads (Note [Shape cache]), so the
 // shapes are those the CPU kernel gives; an operator whose shapes depend
 // on more than that (random draws, a device argument, CPU tensors by

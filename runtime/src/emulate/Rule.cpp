@@ -126,15 +126,17 @@ bool computableThroughOut(const c10::OperatorHandle& op) {
 }
 
 // The out= overload of `op` that computes its results in place, if it has
-// one with a kernel for the CPU: its own, or a CompositeExplicitAutograd one
-// (the out= overloads torch generates for functional operators, such as
-// native_batch_norm_backward.out: the functional CPU kernel, then a copy
-// into each out= tensor, within the one kernel on the device).
+// one with a kernel for the CPU: its own, or a CompositeExplicitAutograd
+// one. Not the out= overloads torch generates for functional operators
+// (tagged `generated`, such as native_batch_norm_backward.out): they run
+// the functional CPU kernel and copy its results into the out= tensors,
+// which rule 3 does without the copies (Note [Kernel results in device
+// memory]), and their queued form is rule 3's (Note [Learned shapes]).
 std::optional<c10::OperatorHandle> outOverloadFor(
     const c10::OperatorHandle& op) {
   for (const c10::OperatorName& name : outOverloadsOf(op.schema().name())) {
     auto candidate = c10::Dispatcher::singleton().findOp(name);
-    if (candidate.has_value() &&
+    if (candidate.has_value() && !candidate->hasTag(at::Tag::generated) &&
         (candidate->hasKernelForDispatchKey(c10::DispatchKey::CPU) ||
          candidate->hasKernelForDispatchKey(
              c10::DispatchKey::CompositeExplicitAutograd)) &&
@@ -199,7 +201,9 @@ Rule::Results resultsOf(const c10::FunctionSchema& schema) {
 //     dynamic_output_shape tag), and that has an out= overload with a CPU
 //     (or CompositeExplicitAutograd) kernel taking the same arguments (by name
 //     and type, in their order) and then one Tensor out= argument per result,
-//     is computed through that overload: its results are allocated on the
+//     an overload other than the one torch generates (the functional kernel,
+//     then copies: rule 3 makes those results without the copies), is
+//     computed through that overload: its results are allocated on the
 //     device with the shapes and dtypes the shape function gives (cached, Note
 //     [Shape cache]), and the out= kernel writes them in place. No copy. The
 //     shape function of a structured operator is the first step of its CPU
