@@ -876,8 +876,7 @@ class KernelResultsAllocator final : public c10::Allocator {
 
   c10::DataPtr allocate(std::size_t nbytes) override {
     const detail::KernelResultsPlace* place = tls_kernel_place;
-    if (place != nullptr && nbytes > 0 &&
-        static_cast<std::ptrdiff_t>(nbytes) > 0) {
+    if (place != nullptr && static_cast<std::ptrdiff_t>(nbytes) > 0) {
       if (Block* block = deviceAllocator()->allocateForKernel(
               place->device, place->stream, nbytes)) {
         return {block->ptr, block->ptr, &deleteBlock, c10::Device(c10::kCPU)};
@@ -922,7 +921,10 @@ KernelResultsPlace KernelResultsPlace::of(c10::DeviceIndex device) {
 
 KernelAllocations::KernelAllocations(const KernelResultsPlace* place)
     : previous_(tls_kernel_place) {
-  tls_kernel_place = place;
+  // Note [Host access]: where the host cannot address device memory, the
+  // CPU kernel runs on host copies, outside any device kernel, and its
+  // results stay in CPU memory.
+  tls_kernel_place = hostComputes() ? place : nullptr;
 }
 
 KernelAllocations::~KernelAllocations() {

@@ -242,18 +242,23 @@ at::Tensor DeviceCopies::add(at::Tensor host, c10::Device device) {
   // (the host may not read it to make it dense); its other results over
   // the same storage share it.
   c10::StorageImpl* storage = host.storage().unsafeGetStorageImpl();
+  const c10::Storage* over = nullptr;
   for (const auto& [held, taken] : taken_) {
     if (held.unsafeGetStorageImpl() == storage) {
-      return tensorOver(taken, c10::DispatchKey::PrivateUse1, host.dtype(),
-                        host.sizes(), host.strides(), host.storage_offset());
+      over = &taken;
+      break;
     }
   }
-  if (c10::Storage taken = runtime::detail::takeDeviceBlock(*storage, device)) {
-    g_kept_kernel_results.fetch_add(1, std::memory_order_relaxed);
-    taken_.emplace_back(host.storage(), taken);
-    return tensorOver(std::move(taken), c10::DispatchKey::PrivateUse1,
-                      host.dtype(), host.sizes(), host.strides(),
-                      host.storage_offset());
+  if (over == nullptr) {
+    if (c10::Storage taken =
+            runtime::detail::takeDeviceBlock(*storage, device)) {
+      g_kept_kernel_results.fetch_add(1, std::memory_order_relaxed);
+      over = &taken_.emplace_back(host.storage(), std::move(taken)).second;
+    }
+  }
+  if (over != nullptr) {
+    return tensorOver(*over, c10::DispatchKey::PrivateUse1, host.dtype(),
+                      host.sizes(), host.strides(), host.storage_offset());
   }
   if (!host.is_non_overlapping_and_dense()) {
     host = host.contiguous();
