@@ -7,8 +7,9 @@
 // Driver allocations are slow and synchronise the device, so freed blocks
 // are kept per device, ordered by (allocation stream, size), and handed out
 // again to requests on the same stream that fit within twice their rounded
-// size. Reuse on the allocation stream needs no synchronisation: work on a
-// stream runs in order. A block that was also used on other streams
+// size, the block of a request's size freed last first (Note [Recently
+// freed blocks]). Reuse on the allocation stream needs no synchronisation:
+// work on a stream runs in order. A block that was also used on other streams
 // (recordStream) only returns to the cache once events recorded on those
 // streams at free time have completed, as in CUDA's allocator. When the
 // driver runs out of memory, the device's cached blocks are released and
@@ -48,6 +49,7 @@
 // blocks still in use when they are freed, join the ordinary cache.
 // --8<-- [end:graph-pools-note]
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -116,7 +118,25 @@ struct Block {
 };
 
 // Free blocks of one device, ordered for best fit within a stream.
-using FreeKey = std::tuple<c10::StreamId, std::size_t, void*>;
+using FreeKey = std::tuple<c10::StreamId, std::size_t, Block*>;
+
+// Note [Recently freed blocks]
+// The last kRecentBlocks blocks freed into a device's cache wait in a
+// small array in front of its ordered free blocks, newest last, with the
+// stream and size that select them. A request takes the newest of them
+// whose size is exactly its rounded size (else the best fit of the array
+// and the ordered blocks together), as the CPU allocator's malloc hands
+// out the chunk of that size freed last: a training step allocates and
+// frees the same sizes over and over, the block freed last is the one
+// still in the host's caches, and the array is, where a walk down the
+// ordered set took a cache miss a level. A block pushed out of the array
+// joins the ordered set; empty_cache() releases both.
+constexpr std::size_t kRecentBlocks = 16;
+struct RecentBlock {
+  c10::StreamId stream;
+  std::size_t size;
+  Block* block;
+};
 
 struct PendingFree {
   Block* block;
@@ -135,6 +155,9 @@ struct DeviceState {
   // that follow: a small allocation and its free make no heap allocation
   // of their own for the cache's bookkeeping.
   std::vector<std::set<FreeKey>::node_type> spare_nodes;
+  // Note [Recently freed blocks]: the first recent_count, newest last.
+  std::array<RecentBlock, kRecentBlocks> recent{};
+  std::size_t recent_count = 0;
   std::map<c10::MempoolId_t, PrivatePool> pools;
   // Captures in progress: the driver's capture id, and the pool they fill.
   std::vector<std::pair<unsigned long long, c10::MempoolId_t>> captures;
@@ -269,7 +292,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
     for (const auto& [size, ptr] : it->second.free_blocks) {
       Block& block = *blocks_.at(ptr);
       block.pool = {0, 0};
-      cacheFree(device_state, FreeKey{block.stream, block.size, block.ptr});
+      cacheFree(device_state, FreeKey{block.stream, block.size, &block});
     }
     device_state.pools.erase(it);
   }
@@ -608,7 +631,31 @@ class CachingAllocator final : public c10::DeviceAllocator {
       }
       block.pool = {0, 0};  // the pool was released meanwhile
     }
-    cacheFree(device_state, FreeKey{block.stream, block.size, block.ptr});
+    cacheRecent(device_state, block);
+  }
+
+  // Requires mutex_. Note [Recently freed blocks]: `block` becomes the
+  // newest recent block; the oldest joins the ordered free blocks when the
+  // array is full.
+  static void cacheRecent(DeviceState& device_state, Block& block) {
+    auto& recent = device_state.recent;
+    if (device_state.recent_count == kRecentBlocks) {
+      const RecentBlock oldest = recent[0];
+      cacheFree(device_state,
+                FreeKey{oldest.stream, oldest.size, oldest.block});
+      std::move(recent.begin() + 1, recent.end(), recent.begin());
+      --device_state.recent_count;
+    }
+    recent[device_state.recent_count++] = {block.stream, block.size, &block};
+  }
+
+  // Requires mutex_. Moves the recent blocks into the ordered free blocks.
+  static void flushRecent(DeviceState& device_state) {
+    for (std::size_t i = 0; i < device_state.recent_count; ++i) {
+      const RecentBlock& r = device_state.recent[i];
+      cacheFree(device_state, FreeKey{r.stream, r.size, r.block});
+    }
+    device_state.recent_count = 0;
   }
 
   // Requires mutex_. Puts `key` in the device's free blocks, in a spare node
@@ -669,14 +716,51 @@ class CachingAllocator final : public c10::DeviceAllocator {
       return block;
     }
     DeviceState& device_state = state(device);
-    auto& free_blocks = device_state.free_blocks;
-    const auto it = free_blocks.lower_bound({stream, size, nullptr});
-    if (it == free_blocks.end() || std::get<0>(*it) != stream ||
-        std::get<1>(*it) > tuning().device_allocator.reuse_ratio * size) {
-      return nullptr;
+    const std::size_t reuse_ratio = tuning().device_allocator.reuse_ratio;
+    // Note [Recently freed blocks]: the newest exact fit, else the best fit
+    // of the recent blocks, against the best fit of the ordered ones.
+    auto& recent = device_state.recent;
+    std::size_t best = kRecentBlocks;
+    for (std::size_t i = device_state.recent_count; i-- > 0;) {
+      const RecentBlock& r = recent[i];
+      if (r.stream != stream || r.size < size) {
+        continue;
+      }
+      if (best == kRecentBlocks || r.size < recent[best].size) {
+        best = i;
+        if (r.size == size) {
+          break;
+        }
+      }
     }
-    Block* block = blocks_.at(std::get<2>(*it)).get();
-    uncacheFree(device_state, it);
+    Block* block = nullptr;
+    const bool recent_fits =
+        best != kRecentBlocks && recent[best].size <= reuse_ratio * size;
+    if (recent_fits && recent[best].size == size) {
+      block = recent[best].block;
+    } else {
+      auto& free_blocks = device_state.free_blocks;
+      const auto it = free_blocks.lower_bound({stream, size, nullptr});
+      const bool ordered_fits = it != free_blocks.end() &&
+                                std::get<0>(*it) == stream &&
+                                std::get<1>(*it) <= reuse_ratio * size;
+      if (ordered_fits &&
+          (!recent_fits || std::get<1>(*it) < recent[best].size)) {
+        block = std::get<2>(*it);
+        uncacheFree(device_state, it);
+        markAllocated(*block, requested, context);
+        return block;
+      }
+      if (!recent_fits) {
+        return nullptr;
+      }
+      block = recent[best].block;
+    }
+    std::move(
+        recent.begin() + static_cast<std::ptrdiff_t>(best) + 1,
+        recent.begin() + static_cast<std::ptrdiff_t>(device_state.recent_count),
+        recent.begin() + static_cast<std::ptrdiff_t>(best));
+    --device_state.recent_count;
     markAllocated(*block, requested, context);
     return block;
   }
@@ -806,8 +890,9 @@ class CachingAllocator final : public c10::DeviceAllocator {
       const std::lock_guard<std::mutex> lock(mutex_);
       processPending(device, /*wait=*/true);
       DeviceState& device_state = state(device);
+      flushRecent(device_state);
       for (const FreeKey& key : device_state.free_blocks) {
-        const auto it = blocks_.find(std::get<2>(key));
+        const auto it = blocks_.find(std::get<2>(key)->ptr);
         Block& block = *it->second;
         updateStat(device_state.stats.segment, block.size, 1, false);
         updateStat(device_state.stats.reserved_bytes, block.size, block.size,

@@ -178,7 +178,7 @@ void AllocationTable::insert(AllocationRef allocation) {
   std::unique_lock<std::shared_mutex> lock(mutex_);
   const auto [it, inserted] = by_base_.emplace(key, std::move(allocation));
   if (inserted) {
-    by_exact_base_.emplace(key, &it->second);
+    by_exact_base_.emplace(key, Indexed{&it->second, it->second.get()});
   }
 }
 
@@ -211,7 +211,8 @@ AllocationRef AllocationTable::find(const void* ptr) const {
 
 AllocationRef AllocationTable::findForKernel(const void* ptr) const {
   std::shared_lock<std::shared_mutex> lock(mutex_);
-  return findLocked(ptr, true);
+  const Indexed found = findKernelBufferLocked(ptr);
+  return found.ref != nullptr ? *found.ref : nullptr;
 }
 
 void AllocationRefs::push_back(AllocationRef allocation) {
@@ -236,7 +237,21 @@ void AllocationRefs::push_back(AllocationRef allocation) {
 // nearly every buffer a backend passes is the base of its allocation (a
 // storage's data pointer, and the caching allocator hands out whole
 // allocations). So the table also indexes allocations by exact base in a
-// hash map; other pointers take the ordered map.
+// hash map; other pointers take the ordered map. A kernel that runs before
+// its launch returns (accLaunchIfIdle) takes no references: its caller
+// holds the buffers for the call, and the hash node alone gives the
+// allocation, where each reference cost two more cache misses (the map's
+// node and the reference count) and two atomic operations.
+AllocationTable::Indexed AllocationTable::findKernelBufferLocked(
+    const void* ptr) const {
+  const auto exact = by_exact_base_.find(reinterpret_cast<uintptr_t>(ptr));
+  if (exact != by_exact_base_.end()) {
+    return exact->second;
+  }
+  const AllocationRef* ref = findRefLocked(ptr, true);
+  return {ref, ref != nullptr ? ref->get() : nullptr};
+}
+
 bool AllocationTable::findForKernel(const void* const* ptrs, size_t count,
                                     AllocationRefs& out) const {
   std::shared_lock<std::shared_mutex> lock(mutex_);
@@ -244,17 +259,28 @@ bool AllocationTable::findForKernel(const void* const* ptrs, size_t count,
     if (ptrs[i] == nullptr) {
       continue;
     }
-    const auto exact =
-        by_exact_base_.find(reinterpret_cast<uintptr_t>(ptrs[i]));
-    if (exact != by_exact_base_.end()) {
-      out.push_back(*exact->second);
-      continue;
-    }
-    const AllocationRef* ref = findRefLocked(ptrs[i], true);
-    if (ref == nullptr) {
+    const Indexed found = findKernelBufferLocked(ptrs[i]);
+    if (found.ref == nullptr) {
       return false;
     }
-    out.push_back(*ref);
+    out.push_back(*found.ref);
+  }
+  return true;
+}
+
+bool AllocationTable::resolveForKernel(const void* const* ptrs, size_t count,
+                                       Allocation** out, size_t& found) const {
+  found = 0;
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  for (size_t i = 0; i < count; ++i) {
+    if (ptrs[i] == nullptr) {
+      continue;
+    }
+    Allocation* allocation = findKernelBufferLocked(ptrs[i]).allocation;
+    if (allocation == nullptr) {
+      return false;
+    }
+    out[found++] = allocation;
   }
   return true;
 }

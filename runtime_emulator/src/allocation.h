@@ -119,6 +119,12 @@ class AllocationTable {
   /// non-null pointer. Null pointers are skipped.
   bool findForKernel(const void* const* ptrs, size_t count,
                      AllocationRefs& out) const;
+  /// findForKernel without the references, for work that runs before the
+  /// launch returns, while its caller holds the buffers: the allocations of
+  /// the non-null `ptrs`, in `out` (room for `count`), their number in
+  /// `found`; false at the first unknown non-null pointer.
+  bool resolveForKernel(const void* const* ptrs, size_t count, Allocation** out,
+                        size_t& found) const;
 
   /// Where [ptr, ptr + count) lies.
   enum class Region {
@@ -142,9 +148,18 @@ class AllocationTable {
 
   mutable std::shared_mutex mutex_;
   std::map<uintptr_t, AllocationRef> by_base_;
-  // by_base_'s references by exact base (Note [Kernel buffer lookup]):
-  // map nodes stay put until erased, and both are erased together.
-  std::unordered_map<uintptr_t, const AllocationRef*> by_exact_base_;
+  // by_base_'s references by exact base, with the allocation itself, so
+  // that a launch that runs at once reads only the hash node (Note [Kernel
+  // buffer lookup]): map nodes stay put until erased, and both are erased
+  // together.
+  struct Indexed {
+    const AllocationRef* ref;
+    Allocation* allocation;
+  };
+  std::unordered_map<uintptr_t, Indexed> by_exact_base_;
+  /// The allocation holding kernel buffer `ptr` (Note [Kernel buffer
+  /// lookup]), null fields when none does.
+  Indexed findKernelBufferLocked(const void* ptr) const;
 };
 
 }  // namespace accgen::emulator

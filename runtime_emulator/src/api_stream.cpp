@@ -50,6 +50,45 @@ bool runsWhereLaunched(const Work& work, unsigned flags) {
   return bytes <= accgen::emulator::kInlineWorkBytes;
 }
 
+// accLaunchIfIdle: Note [Synchronous launch] without the wait. Its caller
+// holds something the stream's queued work may need, so a busy stream, or
+// one that captures a graph (Note [Graph replay]: only a kernel whose data
+// the driver owns can run again), declines before anything is looked up.
+// The kernel runs before the call returns, while the caller holds its
+// buffers: it takes no references to them (Note [Kernel buffer lookup]).
+accError_t launchNow(accStream_t stream, accKernelFn_t fn, void* user_data,
+                     const void* const* buffers, size_t num_buffers) {
+  return guarded([&](Runtime& rt) {
+    std::shared_ptr<Stream> owner;
+    Stream* target = rt.findStream(stream, owner);
+    if (target == nullptr) {
+      return accErrorInvalidHandle;
+    }
+    if (target->capture() != nullptr || !target->mayRunHere()) {
+      return accErrorNotReady;
+    }
+    constexpr size_t kInline = 8;
+    accgen::emulator::Allocation* inline_found[kInline];
+    std::vector<accgen::emulator::Allocation*> more;
+    accgen::emulator::Allocation** found = inline_found;
+    if (num_buffers > kInline) {
+      more.resize(num_buffers);
+      found = more.data();
+    }
+    size_t count = 0;
+    if (!rt.allocations().resolveForKernel(buffers, num_buffers, found,
+                                           count)) {
+      return accErrorInvalidValue;
+    }
+    // Access matters only where device memory is guarded: elsewhere the
+    // allocations were looked up to refuse unknown pointers.
+    const accError_t error = accgen::emulator::runKernelNow(
+        fn, user_data, found, rt.config().protect ? count : 0);
+    const accError_t pending = target->takeError();
+    return pending != accSuccess ? pending : error;
+  });
+}
+
 // accLaunchKernelEx, or with `wait` accLaunchKernelSync; with `owned`
 // (accLaunchKernelOwned) the work releases the user data, which a capture
 // may keep for replays.
@@ -63,6 +102,9 @@ accError_t launchKernel(accStream_t stream, accKernelFn_t fn, void* user_data,
        flags != accLaunchIfIdle)) {
     return accErrorInvalidValue;
   }
+  if (flags == accLaunchIfIdle) {
+    return launchNow(stream, fn, user_data, buffers, num_buffers);
+  }
   return guarded([&](Runtime& rt) {
     Work work;
     if (!kernelWork(rt, fn, user_data, buffers, num_buffers, work)) {
@@ -75,10 +117,7 @@ accError_t launchKernel(accStream_t stream, accKernelFn_t fn, void* user_data,
     }
     if (std::shared_ptr<Capture> capture = target->capture()) {
       // Note [Graph replay]: only a kernel whose data the driver owns can
-      // run again; one that must run now declines, as on a busy stream.
-      if (flags == accLaunchIfIdle) {
-        return accErrorNotReady;
-      }
+      // run again.
       if (wait || !is_owned) {
         return capture->invalidate(accErrorStreamCaptureUnsupported);
       }
@@ -99,17 +138,8 @@ accError_t launchKernel(accStream_t stream, accKernelFn_t fn, void* user_data,
     // only wait), which saves waking the worker and being woken by it:
     // microseconds each on a loaded machine, more than a small operator's
     // whole kernel. The kernel's error is returned rather than left
-    // sticky, after an earlier sticky error of the stream. accLaunchIfIdle
-    // is the same without the wait: its caller holds something the
-    // stream's queued work may need, so a busy stream declines.
-    accError_t error = accSuccess;
-    if (flags == accLaunchIfIdle) {
-      if (!target->runIfIdle(work, error)) {
-        return accErrorNotReady;
-      }
-    } else {
-      error = target->runOrdered(std::move(work));
-    }
+    // sticky, after an earlier sticky error of the stream.
+    const accError_t error = target->runOrdered(std::move(work));
     const accError_t pending = target->takeError();
     return pending != accSuccess ? pending : error;
   });

@@ -172,8 +172,12 @@ accError_t Stream::submitAndRun(Work&& work) {
   return accSuccess;
 }
 
+bool Stream::mayRunHere() const {
+  return tls_stream == this || idle();
+}
+
 bool Stream::runIfIdle(Work& work, accError_t& error) {
-  if (tls_stream != this && !idle()) {
+  if (!mayRunHere()) {
     return false;
   }
   error = runWork(work);

@@ -53,6 +53,9 @@ class Stream {
   /// when the stream is idle (or this is its own worker); false, with
   /// nothing run, otherwise.
   bool runIfIdle(Work& work, accError_t& error);
+  /// Whether work may run on the calling thread now, as runIfIdle runs it:
+  /// the stream is idle, or this is its own worker.
+  bool mayRunHere() const;
 
   /// The number of the last submitted item.
   uint64_t submitted() const {

@@ -39,6 +39,25 @@ class RunningKernelScope {
   RunningKernel* const outer_;
 };
 
+// Runs the kernel `fn` with the access `scope` holds; the allocations
+// accKernelAddBuffer adds go to `added` and the scope.
+accError_t runKernel(accKernelFn_t fn, void* user_data, AccessScope& scope,
+                     AllocationRefs& added) noexcept {
+  int code = accSuccess;
+  RunningKernel running{&scope, &added};
+  try {
+    const RunningKernelScope running_scope(&running);
+    code = fn(user_data);
+  } catch (...) {
+    return accErrorLaunchFailure;
+  }
+  if (code == accSuccess) {
+    return accSuccess;
+  }
+  return isKnownError(code) ? static_cast<accError_t>(code)
+                            : accErrorLaunchFailure;
+}
+
 // A kernel, copy or memset with access to its allocations.
 accError_t runAccessing(const Work& work) noexcept {
   AllocationRefs added;  // outlives the access that scope releases
@@ -50,21 +69,8 @@ accError_t runAccessing(const Work& work) noexcept {
     }
   }
   switch (work.kind) {
-    case WorkKind::kKernel: {
-      int code = accSuccess;
-      RunningKernel running{&scope, &added};
-      try {
-        const RunningKernelScope running_scope(&running);
-        code = work.fn(work.user_data);
-      } catch (...) {
-        return accErrorLaunchFailure;
-      }
-      if (code == accSuccess) {
-        return accSuccess;
-      }
-      return isKnownError(code) ? static_cast<accError_t>(code)
-                                : accErrorLaunchFailure;
-    }
+    case WorkKind::kKernel:
+      return runKernel(work.fn, work.user_data, scope, added);
     case WorkKind::kCopy:
       // memmove: an overlapping copy inside one allocation stays defined.
       std::memmove(work.dst,
@@ -99,6 +105,18 @@ accError_t addKernelBuffer(AllocationRef allocation) noexcept {
     return accErrorMemoryAllocation;
   }
   return accSuccess;
+}
+
+accError_t runKernelNow(accKernelFn_t fn, void* user_data,
+                        Allocation* const* allocations, size_t count) noexcept {
+  AllocationRefs added;  // outlives the access that scope releases
+  AccessScope scope;
+  for (size_t i = 0; i < count; ++i) {
+    if (!scope.add(allocations[i])) {
+      return accErrorLaunchFailure;
+    }
+  }
+  return runKernel(fn, user_data, scope, added);
 }
 
 accError_t runWork(Work& work) noexcept {

@@ -68,6 +68,12 @@ struct Work {
 /// returned a value outside accError_t). Never throws.
 accError_t runWork(Work& work) noexcept;
 
+/// Runs the kernel `fn` on the calling thread with access to `allocations`,
+/// which the caller keeps alive (Note [Kernel buffer lookup]); its error as
+/// runWork returns it. Never throws.
+accError_t runKernelNow(accKernelFn_t fn, void* user_data,
+                        Allocation* const* allocations, size_t count) noexcept;
+
 /// accKernelAddBuffer: `allocation` joins the access of the host kernel
 /// running on this thread; accErrorNotReady when none is.
 accError_t addKernelBuffer(AllocationRef allocation) noexcept;

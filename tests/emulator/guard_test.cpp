@@ -83,6 +83,38 @@ TEST_F(GuardDeathTest, HostWriteAfterASyncLaunchFaults) {
       diedOfSegv, segvMessage());
 }
 
+// accLaunchIfIdle runs the kernel before it returns, and takes no
+// references to its buffers: it still gives the kernel access to them (the
+// kernel's write lands), and only for its duration (the host's write after
+// it faults).
+int launchIfIdleWriting(void* dev) {
+  Closure write = [dev] {
+    *static_cast<volatile int*>(dev) = 1;
+    return *static_cast<volatile int*>(dev) == 1 ? accSuccess
+                                                 : accErrorInvalidValue;
+  };
+  const void* buffers[] = {dev};
+  return accLaunchKernelEx(nullptr, runBorrowedClosure, &write, buffers, 1,
+                           accLaunchIfIdle) == accSuccess
+             ? 0
+             : 91;
+}
+
+TEST_F(GuardDeathTest, ALaunchIfIdleHasAccessForItsDurationOnly) {
+  EXPECT_EXIT(std::_Exit(launchIfIdleWriting(guardedAllocation(64))),
+              ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(
+      {
+        void* dev = guardedAllocation(64);
+        if (launchIfIdleWriting(dev) != 0) {
+          std::_Exit(92);
+        }
+        *static_cast<volatile int*>(dev) = 2;
+        std::_Exit(0);
+      },
+      diedOfSegv, segvMessage());
+}
+
 TEST_F(GuardDeathTest, HostWriteAfterAKernelFaults) {
   EXPECT_EXIT(
       {

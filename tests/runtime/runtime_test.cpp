@@ -193,6 +193,72 @@ TEST(Allocator, FreedMemoryIsCachedAndReleasedByEmptyCache) {
       0);
 }
 
+// Note [Recently freed blocks]: a request takes the block of its size freed
+// last; the best fit wins over it, among the recent blocks and the ones
+// pushed out of them alike; empty_cache() releases both.
+TEST(Allocator, ARequestTakesTheBlockOfItsSizeFreedLast) {
+  if (!tuning().device_allocator.caching) {
+    GTEST_SKIP() << "the cache is off";
+  }
+  getDeviceAllocator()->emptyCache();
+  const c10::DeviceGuard guard(kDevice1);
+  const auto options = at::TensorOptions().device(kDevice1);
+  // Sizes in rounding units: a block of two serves a request of one.
+  const auto unit =
+      static_cast<std::int64_t>(tuning().device_allocator.round_bytes);
+  const auto block = [&](std::int64_t units) {
+    return at::empty({units * unit}, options.dtype(at::kByte));
+  };
+  // The higher address goes last, so that the order by address (the
+  // lowest first) would give the other one.
+  at::Tensor a = block(1);
+  at::Tensor b = block(1);
+  if (a.data_ptr() > b.data_ptr()) {
+    std::swap(a, b);
+  }
+  void* const a_data = a.data_ptr();
+  void* const b_data = b.data_ptr();
+  a.reset();
+  b.reset();
+  at::Tensor c = block(1);
+  at::Tensor d = block(1);
+  EXPECT_EQ(c.data_ptr(), b_data) << "the block freed last comes first";
+  EXPECT_EQ(d.data_ptr(), a_data);
+
+  // c goes first, then enough larger blocks to push it out of the recent
+  // ones; a request of its size takes it rather than a larger recent one.
+  void* const c_data = c.data_ptr();
+  c.reset();
+  std::vector<at::Tensor> larger;
+  for (int i = 0; i < 24; ++i) {
+    larger.push_back(block(2));
+  }
+  larger.clear();
+  at::Tensor e = block(1);
+  EXPECT_EQ(e.data_ptr(), c_data) << "the exact fit, pushed out of the recent";
+  // No block of its size is left: a larger one within the reuse ratio
+  // serves, rather than the driver.
+  const auto from_driver =
+      getDeviceAllocator()->getDeviceStats(1).num_device_alloc;
+  at::Tensor f = block(1);
+  EXPECT_EQ(getDeviceAllocator()->getDeviceStats(1).num_device_alloc,
+            from_driver);
+  e.reset();
+  f.reset();
+  d.reset();
+
+  const auto aggregate =
+      static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+  EXPECT_GT(
+      getDeviceAllocator()->getDeviceStats(1).reserved_bytes[aggregate].current,
+      0);
+  getDeviceAllocator()->emptyCache();
+  EXPECT_EQ(
+      getDeviceAllocator()->getDeviceStats(1).reserved_bytes[aggregate].current,
+      0)
+      << "recent blocks are released too";
+}
+
 TEST(Allocator, WithoutCachingFreedBlocksReturnToTheDriver) {
   if (tuning().device_allocator.caching) {
     GTEST_SKIP() << "runs as runtime_tests_no_caching (RTEST_NO_CACHING=1)";
