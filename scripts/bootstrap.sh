@@ -14,7 +14,7 @@ readonly TORCH_VERSION
 readonly DEB_PACKAGES=(
   cmake ninja-build g++ ccache clang-format clang-tidy clang-14 libclang-rt-14-dev
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libgtest-dev
-  libkainjow-mustache-dev libdtl-dev libxxhash-dev
+  libkainjow-mustache-dev libdtl-dev libxxhash-dev robin-map-dev
 )
 
 missing=()

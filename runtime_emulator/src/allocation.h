@@ -17,8 +17,9 @@
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
-#include <unordered_map>
 #include <vector>
+
+#include <tsl/robin_map.h>
 
 #include "accgen/driver.h"
 
@@ -156,7 +157,20 @@ class AllocationTable {
     const AllocationRef* ref;
     Allocation* allocation;
   };
-  std::unordered_map<uintptr_t, Indexed> by_exact_base_;
+  // Open addressing (robin hood hashing): the slot holds the key and the
+  // value, one cache line a lookup where a node-based map reads a bucket
+  // and then a node. Its table size is a power of two and it takes the low
+  // bits of the hash, while bases are page-aligned: the hash mixes first.
+  struct BaseHash {
+    size_t operator()(uintptr_t base) const noexcept {
+      uint64_t h = base;
+      h ^= h >> 33;
+      h *= 0xff51afd7ed558ccdULL;
+      h ^= h >> 33;
+      return static_cast<size_t>(h);
+    }
+  };
+  tsl::robin_map<uintptr_t, Indexed, BaseHash> by_exact_base_;
   /// The allocation holding kernel buffer `ptr` (Note [Kernel buffer
   /// lookup]), null fields when none does.
   Indexed findKernelBufferLocked(const void* ptr) const;

@@ -208,11 +208,18 @@ bool launchAndWait(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
   noteDeviceThread();
   Launch launch{fn, nullptr, {}, false};
   launch.warnings.fresh_results = fresh_results;
-  // The CPU kernel reads this frame: a synchronous launch, which runs it on
-  // this thread when the stream is idle.
-  const accError_t launched =
-      accLaunchKernelSync(currentNativeStream(device), &runLaunch, &launch,
-                          buffers.data(), buffers.size());
+  // The CPU kernel reads this frame: on an idle stream it runs at once on
+  // this thread, through the launch that takes no references to the
+  // buffers (Note [Kernel buffer lookup] in the emulator); else a
+  // synchronous launch.
+  const accStream_t stream = currentNativeStream(device);
+  accError_t launched =
+      accLaunchKernelEx(stream, &runLaunch, &launch, buffers.data(),
+                        buffers.size(), accLaunchIfIdle);
+  if (!launch.ran && launched == accErrorNotReady) {
+    launched = accLaunchKernelSync(stream, &runLaunch, &launch,
+                                   buffers.data(), buffers.size());
+  }
   TORCH_CHECK(launched != accErrorStreamCaptureUnsupported,
               op != nullptr ? c10::toString(op->operator_name())
                             : std::string("this operation"),
