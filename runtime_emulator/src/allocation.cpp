@@ -268,6 +268,11 @@ bool AllocationTable::findForKernel(const void* const* ptrs, size_t count,
   return true;
 }
 
+bool AllocationTable::holdsKernelBuffer(const void* ptr) const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return findKernelBufferLocked(ptr).allocation != nullptr;
+}
+
 bool AllocationTable::resolveForKernel(const void* const* ptrs, size_t count,
                                        Allocation** out, size_t& found) const {
   found = 0;

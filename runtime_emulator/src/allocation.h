@@ -126,6 +126,9 @@ class AllocationTable {
   /// `found`; false at the first unknown non-null pointer.
   bool resolveForKernel(const void* const* ptrs, size_t count, Allocation** out,
                         size_t& found) const;
+  /// Whether kernel buffer `ptr` lies in an allocation, as findForKernel
+  /// resolves it, without a reference.
+  bool holdsKernelBuffer(const void* ptr) const;
 
   /// Where [ptr, ptr + count) lies.
   enum class Region {

@@ -125,7 +125,7 @@ accError_t launchKernel(accStream_t stream, accKernelFn_t fn, void* user_data,
       return capture->record(*target, std::move(work));
     }
     work.owned = std::move(owned);
-    if (!wait && flags != accLaunchIfIdle) {
+    if (!wait) {
       if (runsWhereLaunched(work, flags) && target->idle()) {
         return target->submitAndRun(std::move(work));
       }
@@ -154,6 +154,16 @@ accError_t accKernelAddBuffer(const void* ptr) {
     return accErrorInvalidValue;
   }
   return guarded([&](Runtime& rt) {
+    if (!rt.config().protect) {
+      // Access matters only where device memory is guarded: elsewhere the
+      // pointer is checked, and the kernel's caller holds the memory for
+      // the call (Note [Kernel buffer lookup]).
+      if (!rt.allocations().holdsKernelBuffer(ptr)) {
+        return accErrorInvalidValue;
+      }
+      return accgen::emulator::hostKernelRunning() ? accSuccess
+                                                   : accErrorNotReady;
+    }
     AllocationRef allocation = rt.allocations().findForKernel(ptr);
     if (allocation == nullptr) {
       return accErrorInvalidValue;

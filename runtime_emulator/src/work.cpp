@@ -87,6 +87,10 @@ accError_t runAccessing(const Work& work) noexcept {
 
 }  // namespace
 
+bool hostKernelRunning() noexcept {
+  return tls_running_kernel != nullptr;
+}
+
 accError_t addKernelBuffer(AllocationRef allocation) noexcept {
   RunningKernel* running = tls_running_kernel;
   if (running == nullptr) {

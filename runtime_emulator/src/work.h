@@ -74,6 +74,9 @@ accError_t runWork(Work& work) noexcept;
 accError_t runKernelNow(accKernelFn_t fn, void* user_data,
                         Allocation* const* allocations, size_t count) noexcept;
 
+/// Whether a host kernel runs on this thread (accKernelAddBuffer's test).
+bool hostKernelRunning() noexcept;
+
 /// accKernelAddBuffer: `allocation` joins the access of the host kernel
 /// running on this thread; accErrorNotReady when none is.
 accError_t addKernelBuffer(AllocationRef allocation) noexcept;

@@ -292,5 +292,36 @@ TEST_F(GuardDeathTest, ProtectZeroLeavesDeviceMemoryReadable) {
       ::testing::ExitedWithCode(0), "");
 }
 
+// Without the guard, accKernelAddBuffer still checks its pointer and that a
+// kernel runs; it takes no reference (Note [Kernel buffer lookup]).
+int addBufferUnguarded() {
+  setenv("ACCGEN_EMU_PROTECT", "0", 1);
+  void* added = nullptr;
+  if (accMalloc(&added, 64) != accSuccess) {
+    return 90;
+  }
+  if (accKernelAddBuffer(added) != accErrorNotReady) {
+    return 91;
+  }
+  int host = 0;
+  const accError_t launched = launchSync(
+      nullptr,
+      [added, &host] {
+        if (accKernelAddBuffer(added) != accSuccess ||
+            accKernelAddBuffer(static_cast<char*>(added) + 8) != accSuccess ||
+            accKernelAddBuffer(&host) != accErrorInvalidValue) {
+          return accErrorInvalidValue;
+        }
+        return accSuccess;
+      },
+      {});
+  return launched == accSuccess ? 0 : 92;
+}
+
+TEST_F(GuardDeathTest, WithoutTheGuardAnAddedBufferIsChecked) {
+  EXPECT_EXIT(std::_Exit(addBufferUnguarded()), ::testing::ExitedWithCode(0),
+              "");
+}
+
 }  // namespace
 }  // namespace accgen::emulator::test

@@ -217,8 +217,8 @@ bool launchAndWait(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
       accLaunchKernelEx(stream, &runLaunch, &launch, buffers.data(),
                         buffers.size(), accLaunchIfIdle);
   if (!launch.ran && launched == accErrorNotReady) {
-    launched = accLaunchKernelSync(stream, &runLaunch, &launch,
-                                   buffers.data(), buffers.size());
+    launched = accLaunchKernelSync(stream, &runLaunch, &launch, buffers.data(),
+                                   buffers.size());
   }
   TORCH_CHECK(launched != accErrorStreamCaptureUnsupported,
               op != nullptr ? c10::toString(op->operator_name())
