@@ -202,15 +202,24 @@ void updateStat(StatArray& stat, std::size_t block_size, std::size_t amount,
   updateStat(stat, poolStat(block_size), amount, increase);
 }
 
-// The stats every allocation and free of `block_size` bytes moves.
+// The stats every allocation and free of `block_size` bytes moves. A
+// block is active exactly while it is allocated (blocks are never split,
+// and one waiting for other streams stays allocated until they are done):
+// the active stats are those of the allocations, filled in when the stats
+// are read (withActive), not moved twice on every call.
 void updateBlockStats(DeviceStats& stats, std::size_t block_size,
                       std::size_t requested, bool increase) {
   const StatType pool = poolStat(block_size);
   updateStat(stats.allocation, pool, 1, increase);
-  updateStat(stats.active, pool, 1, increase);
   updateStat(stats.allocated_bytes, pool, block_size, increase);
-  updateStat(stats.active_bytes, pool, block_size, increase);
   updateStat(stats.requested_bytes, pool, requested, increase);
+}
+
+// `stats` with the active stats filled in (updateBlockStats).
+DeviceStats withActive(DeviceStats stats) {
+  stats.active = stats.allocation;
+  stats.active_bytes = stats.allocated_bytes;
+  return stats;
 }
 
 // Calls `fn` on every Stat of every StatArray of `stats`.
@@ -290,7 +299,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
       return;
     }
     for (const auto& [size, ptr] : it->second.free_blocks) {
-      Block& block = *blocks_.at(ptr);
+      Block& block = blocks_.at(ptr);
       block.pool = {0, 0};
       cacheFree(device_state, FreeKey{block.stream, block.size, &block});
     }
@@ -316,7 +325,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
     }
     if (!enabled) {
       for (auto& [ptr, block] : blocks_) {
-        block->context.reset();
+        block.context.reset();
       }
     }
   }
@@ -334,18 +343,18 @@ class CachingAllocator final : public c10::DeviceAllocator {
     }
     for (const auto& [ptr, block] : blocks_) {
       MemorySegment segment;
-      segment.device = block->device;
-      segment.address = reinterpret_cast<std::uintptr_t>(block->ptr);
-      segment.size = block->size;
-      segment.requested = block->requested;
-      segment.stream = block->stream;
-      segment.small = inSmallPool(block->size);
-      segment.pool = block->pool;
-      segment.state =
-          pending.count(block.get()) ? MemorySegment::State::kActivePendingFree
-          : block->allocated         ? MemorySegment::State::kActiveAllocated
-                                     : MemorySegment::State::kInactive;
-      segment.context = block->context;
+      segment.device = block.device;
+      segment.address = reinterpret_cast<std::uintptr_t>(block.ptr);
+      segment.size = block.size;
+      segment.requested = block.requested;
+      segment.stream = block.stream;
+      segment.small = inSmallPool(block.size);
+      segment.pool = block.pool;
+      segment.state = pending.count(&block)
+                          ? MemorySegment::State::kActivePendingFree
+                      : block.allocated ? MemorySegment::State::kActiveAllocated
+                                        : MemorySegment::State::kInactive;
+      segment.context = block.context;
       result.segments.push_back(std::move(segment));
     }
     std::sort(result.segments.begin(), result.segments.end(),
@@ -394,7 +403,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
     const auto it = blocks_.find(ptr);
     TORCH_CHECK(it != blocks_.end(), "recordStream: pointer not from the ",
                 kDeviceName, " allocator");
-    Block& block = *it->second;
+    Block& block = it->second;
     if (stream.device_index() == block.device && stream.id() == block.stream) {
       return;
     }
@@ -407,7 +416,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
   DeviceStats getDeviceStats(c10::DeviceIndex device) override {
     checkDeviceIndex(device);
     const std::lock_guard<std::mutex> lock(mutex_);
-    return state(device).stats;
+    return withActive(state(device).stats);
   }
 
   void resetAccumulatedStats(c10::DeviceIndex device) override {
@@ -537,7 +546,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
     const auto it = blocks_.find(ptr);
     TORCH_INTERNAL_ASSERT(it != blocks_.end(), kDeviceName,
                           ": freeing an unknown pointer");
-    Block* block = it->second.get();
+    Block* block = &it->second;
     const std::size_t size = block->size;
     record(block->device, Action::kFreeRequested, ptr, size, block->stream,
            context);
@@ -710,7 +719,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
           it->first > tuning().device_allocator.reuse_ratio * size) {
         return nullptr;
       }
-      Block* block = blocks_.at(it->second).get();
+      Block* block = &blocks_.at(it->second);
       pool_free.erase(it);
       markAllocated(*block, requested, context);
       return block;
@@ -829,15 +838,13 @@ class CachingAllocator final : public c10::DeviceAllocator {
                         c10::StreamId stream, c10::MempoolId_t pool,
                         std::size_t size, std::size_t requested,
                         const std::shared_ptr<c10::GatheredContext>& context) {
-    auto owned = std::make_unique<Block>();
-    Block* block = owned.get();
+    const std::lock_guard<std::mutex> lock(mutex_);
+    Block* block = &blocks_[ptr];
     block->ptr = ptr;
     block->size = size;
     block->device = device;
     block->stream = stream;
     block->pool = pool;
-    const std::lock_guard<std::mutex> lock(mutex_);
-    blocks_.emplace(ptr, std::move(owned));
     DeviceStats& stats = state(device).stats;
     updateStat(stats.segment, size, 1, true);
     updateStat(stats.reserved_bytes, size, size, true);
@@ -885,7 +892,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
   // without mutex_: accFree waits for the device, and the work it waits for
   // may free tensors itself.
   void releaseCachedBlocks(c10::DeviceIndex device) {
-    std::vector<std::unique_ptr<Block>> released;
+    std::vector<void*> released;
     {
       const std::lock_guard<std::mutex> lock(mutex_);
       processPending(device, /*wait=*/true);
@@ -893,14 +900,14 @@ class CachingAllocator final : public c10::DeviceAllocator {
       flushRecent(device_state);
       for (const FreeKey& key : device_state.free_blocks) {
         const auto it = blocks_.find(std::get<2>(key)->ptr);
-        Block& block = *it->second;
+        Block& block = it->second;
         updateStat(device_state.stats.segment, block.size, 1, false);
         updateStat(device_state.stats.reserved_bytes, block.size, block.size,
                    false);
         ++device_state.stats.num_device_free;
         record(device, Action::kSegmentFree, block.ptr, block.size,
                block.stream, nullptr);
-        released.push_back(std::move(it->second));
+        released.push_back(block.ptr);
         blocks_.erase(it);
       }
       device_state.free_blocks.clear();
@@ -909,13 +916,15 @@ class CachingAllocator final : public c10::DeviceAllocator {
       return;
     }
     const c10::DeviceGuard guard(c10::Device(kDeviceType, device));
-    for (const auto& block : released) {
-      ACCGEN_CHECK(accFree(block->ptr));
+    for (void* ptr : released) {
+      ACCGEN_CHECK(accFree(ptr));
     }
   }
 
   std::mutex mutex_;
-  std::unordered_map<void*, std::unique_ptr<Block>> blocks_;
+  // Every block, by its address. The block lives in the map's node (whose
+  // address is stable): a free finds the block and its fields in one place.
+  std::unordered_map<void*, Block> blocks_;
   std::vector<DeviceState> devices_;
   // Note [Memory history]: written under mutex_, read without it.
   std::atomic<bool> history_{false};

@@ -65,6 +65,36 @@ def test_many_cached_blocks_are_reused_by_size(device, mod):
     assert mod.memory_stats()["active.all.current"] == active
 
 
+def test_active_stats_are_those_of_the_allocations(device, mod):
+    # A block is active exactly while it is allocated: taken, cached,
+    # taken again, and freed while another stream still uses it.
+    def pairs():
+        stats = mod.memory_stats()
+        return [(stats[f"active{unit}.{pool}.{field}"],
+                 stats[f"{name}.{pool}.{field}"])
+                for unit, name in (("", "allocation"),
+                                   ("_bytes", "allocated_bytes"))
+                for pool in ("all", "small_pool", "large_pool")
+                for field in ("current", "peak", "allocated", "freed")]
+
+    before = mod.memory_stats()["active_bytes.all.current"]
+    small = torch.empty(1000, device=device)
+    large = torch.empty(4 * MiB, dtype=torch.uint8, device=device)
+    assert mod.memory_stats()["active_bytes.all.current"] > before
+    del small
+    small = torch.empty(1000, device=device)
+    side = mod.Stream()
+    with mod.stream(side):
+        large.add_(1)
+    large.record_stream(side)
+    del large, small
+    mod.synchronize()
+    torch.empty(8, device=device)
+    for active, allocated in pairs():
+        assert active == allocated
+    assert mod.memory_stats()["active_bytes.large_pool.peak"] >= 4 * MiB
+
+
 def test_peak_and_reset(device, mod):
     mod.reset_peak_memory_stats()
     base = mod.memory_allocated()
