@@ -178,8 +178,9 @@ endfunction()
 # So the backend's calls to its own functions bind within it (a function
 # of the backend is the backend's, as with hidden visibility, which the
 # runtime's exported C++ API rules out), and calls into torch load their
-# address from the GOT, resolved when the library loads. bench/model_bench.py
-# measured the small CNN's step at 1.128x CPU without and 1.093x with
+# address from the GOT, resolved when the library loads. Timed against the
+# build without, the two alternating in separate processes, the small CNN's
+# training step went from a median 1.128x the CPU's to 1.093x
 # (docs/operators.md, "The emulation's fixed cost").
 function(_accgen_direct_calls target)
   if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
