@@ -32,8 +32,15 @@ struct ReluLaunch {
 
 template <class T>
 accError_t reluKernel(ReluLaunch<T>& p) {
-  for (int64_t i = 0; i < p.n; ++i) {
-    p.out[i] = p.in[i] > T(0) ? p.in[i] : T(0);
+  // Local copies: a store through `out` could otherwise change `p` for all
+  // the compiler knows, which keeps the loop from vectorising.
+  const T* in = p.in;
+  T* out = p.out;
+  const int64_t n = p.n;
+  for (int64_t i = 0; i < n; ++i) {
+    // A NaN stays NaN, as on the CPU and CUDA (relu is clamp_min(x, 0)):
+    // NaN < 0 is false.
+    out[i] = in[i] < T(0) ? T(0) : in[i];
   }
   return accSuccess;
 }

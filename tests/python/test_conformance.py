@@ -101,3 +101,55 @@ def test_an_autocast_policy_the_backend_does_not_apply_fails(device):
     with pytest.raises(conformance.ConformanceError, match="exp"):
         suite.check_autocast(conformance.AutocastCase("exp", "lower_precision_fp", ""))
 
+
+
+# A relu that is right but for NaN, which it makes 0 (a kernel written as
+# `x > 0 ? x : 0`): registered over the backend's in a process of its own.
+NAN_DROPPING_RELU = """
+import sys
+import torch
+
+_library = torch.library.Library("aten", "IMPL")
+
+
+def _relu(x):
+    out = torch.relu(x.cpu())
+    return out.nan_to_num(nan=0.0, posinf=float("inf"),
+                          neginf=float("-inf")).to(x.device)
+
+
+_library.impl("relu", _relu, "PrivateUse1")
+sys.path.insert(0, {tests!r})
+from test_conformance import _example_suite
+
+conformance, suite = _example_suite()
+case = conformance.OperatorCase("relu", "kernel", "functional", "relu",
+                                "float32")
+try:
+    suite.check_operator(case)
+except conformance.ConformanceError as error:
+    print("FAILED:", error)
+    sys.exit(1)
+print("PASSED")
+"""
+
+
+def test_a_kernel_that_drops_nan_fails_on_special_values(device):
+    # The suite's own inputs hold no NaN: its special-values variant of a
+    # pointwise function is what finds the fault.
+    code = NAN_DROPPING_RELU.format(tests=str(pathlib.Path(__file__).parent))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                       text=True, cwd=str(EXAMPLE), timeout=300)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    assert re.search(r"relu \(kernel, functional\) on accel, float32, input \d "
+                     r".*NaN, infinities and -0\.0 in self.* differs from the "
+                     r"CPU", r.stdout), r.stdout[-3000:]
+
+
+def test_the_example_kernels_treat_special_values_as_the_cpu(device):
+    conformance, suite = _example_suite()
+    for name, form in (("relu", "functional"), ("relu_", "inplace"),
+                       ("add.Tensor", "functional")):
+        for dtype in ("float32", "float64"):
+            suite.check_operator(conformance.OperatorCase(
+                name, "kernel", form, name.split(".")[0], dtype))

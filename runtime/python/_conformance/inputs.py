@@ -128,6 +128,22 @@ def _tensor(shape: tuple, dtype: torch.dtype, seed: int) -> torch.Tensor:
     return torch.randint(-5, 6, shape, generator=generator).to(dtype)
 
 
+_SPECIAL_VALUES = (float("nan"), float("inf"), float("-inf"), -0.0)
+
+
+def with_special_values(t: torch.Tensor) -> torch.Tensor:
+    """A copy of the floating-point tensor `t`, in its strides, whose first
+    elements are NaN, +inf, -inf and -0.0."""
+    t = t.clone()
+    dense = t.contiguous()
+    flat = dense.view(-1)
+    count = min(flat.numel(), len(_SPECIAL_VALUES))
+    flat[:count] = torch.tensor(_SPECIAL_VALUES[:count], dtype=t.dtype)
+    if dense.data_ptr() != t.data_ptr():
+        t.copy_(dense)
+    return t
+
+
 def _index(shape: tuple, seed: int) -> torch.Tensor:
     size = shape[0] if shape else 1
     generator = torch.Generator().manual_seed(seed)

@@ -26,6 +26,7 @@ from .compare import (
 from .families import _BUILTIN_CHECKS, _HOOK_CHECKS
 from .inputs import (
     _MISSING, _index, _tensor, _value, opinfo_inputs, schema_inputs,
+    with_special_values,
 )
 
 # --------------------------------------------------------------------------
@@ -131,15 +132,20 @@ class Suite:
                         f"tried for {case.dtype} (OpInfo samples and inputs "
                         f"generated from its schema)")
         functional = functional_of(func)
+        varied = False
         for number, (origin, named) in enumerate(inputs):
             what = (f"{case.name} ({case.kind}, {case.form}) on "
                     f"{self.device}, {case.dtype}, input {number} ({origin}: "
                     f"{describe_inputs(named)})")
             self.compare(func, functional, named, what)
-            if number == 0:
+            # The variants of the first input with a tensor of one dimension
+            # or more (OpInfo samples often start with a 0-dim tensor).
+            if not varied and any(isinstance(v, torch.Tensor) and v.dim() > 0
+                                  for v in named.values()):
                 self._variants(func, functional, named, what)
-                if case.form == "functional":
-                    self.compare_gradients(func, named, what)
+                varied = True
+            if number == 0 and case.form == "functional":
+                self.compare_gradients(func, named, what)
 
     def compare(self, func: Any, functional: Optional[Any], named: dict,
                 what: str, noncontiguous: bool = False) -> None:
@@ -207,6 +213,18 @@ class Suite:
                 self.compare(func, functional, narrow,
                              what + f", {same[1]} broadcast "
                              f"({describe_inputs(narrow)})")
+        # Special values (pointwise functions): NaN, infinities and -0.0 in
+        # every floating-point tensor input, which a hand-written kernel
+        # must treat as the CPU does (a NaN through relu stays NaN).
+        floating = [k for k in tensors if named[k].is_floating_point()]
+        if torch.Tag.pointwise in func.tags and floating:
+            special = dict(named)
+            for k in floating:
+                special[k] = with_special_values(named[k])
+            if self._cpu_accepts(func, functional, special):
+                self.compare(func, functional, special,
+                             what + ", NaN, infinities and -0.0 in "
+                             + ", ".join(floating))
 
     def compare_gradients(self, func: Any, named: dict, what: str) -> None:
         """The gradient of `func` on the device against the CPU's, for the
