@@ -202,24 +202,25 @@ void updateStat(StatArray& stat, std::size_t block_size, std::size_t amount,
   updateStat(stat, poolStat(block_size), amount, increase);
 }
 
-// The stats every allocation and free of `block_size` bytes moves. A
-// block is active exactly while it is allocated (blocks are never split,
-// and one waiting for other streams stays allocated until they are done):
-// the active stats are those of the allocations, filled in when the stats
-// are read (withActive), not moved twice on every call.
-void updateBlockStats(DeviceStats& stats, std::size_t block_size,
-                      std::size_t requested, bool increase) {
+// The stats a block moves as its user takes and frees it: the allocation,
+// its bytes and the bytes asked for.
+void countAllocated(DeviceStats& stats, std::size_t block_size,
+                    std::size_t requested, bool increase) {
   const StatType pool = poolStat(block_size);
   updateStat(stats.allocation, pool, 1, increase);
   updateStat(stats.allocated_bytes, pool, block_size, increase);
   updateStat(stats.requested_bytes, pool, requested, increase);
 }
 
-// `stats` with the active stats filled in (updateBlockStats).
-DeviceStats withActive(DeviceStats stats) {
-  stats.active = stats.allocation;
-  stats.active_bytes = stats.allocated_bytes;
-  return stats;
+// The stats a block moves as it leaves the cache and returns to it. As in
+// CUDA's allocator, a block freed while other streams still use it
+// (recordStream) is no longer allocated but still active until they are
+// done; otherwise a block is active exactly while it is allocated (blocks
+// are never split).
+void countActive(DeviceStats& stats, std::size_t block_size, bool increase) {
+  const StatType pool = poolStat(block_size);
+  updateStat(stats.active, pool, 1, increase);
+  updateStat(stats.active_bytes, pool, block_size, increase);
 }
 
 // Calls `fn` on every Stat of every StatArray of `stats`.
@@ -416,7 +417,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
   DeviceStats getDeviceStats(c10::DeviceIndex device) override {
     checkDeviceIndex(device);
     const std::lock_guard<std::mutex> lock(mutex_);
-    return withActive(state(device).stats);
+    return state(device).stats;
   }
 
   void resetAccumulatedStats(c10::DeviceIndex device) override {
@@ -550,6 +551,8 @@ class CachingAllocator final : public c10::DeviceAllocator {
     const std::size_t size = block->size;
     record(block->device, Action::kFreeRequested, ptr, size, block->stream,
            context);
+    countAllocated(state(block->device).stats, size, block->requested, false);
+    block->requested = 0;
     if (block->stream_uses.empty()) {
       markFree(*block, context);
       return {block->device, size};
@@ -627,10 +630,8 @@ class CachingAllocator final : public c10::DeviceAllocator {
   void markFree(Block& block, std::shared_ptr<c10::GatheredContext> context) {
     record(block.device, Action::kFreeCompleted, block.ptr, block.size,
            block.stream, std::move(context));
-    updateBlockStats(state(block.device).stats, block.size, block.requested,
-                     false);
+    countActive(state(block.device).stats, block.size, false);
     block.allocated = false;
-    block.requested = 0;
     DeviceState& device_state = state(block.device);
     if (block.pool != c10::MempoolId_t{0, 0}) {
       const auto pool = device_state.pools.find(block.pool);
@@ -703,7 +704,9 @@ class CachingAllocator final : public c10::DeviceAllocator {
     block.allocated = true;
     block.requested = requested;
     block.context = context;
-    updateBlockStats(state(block.device).stats, block.size, requested, true);
+    DeviceStats& stats = state(block.device).stats;
+    countAllocated(stats, block.size, requested, true);
+    countActive(stats, block.size, true);
   }
 
   Block* takeCachedBlock(c10::DeviceIndex device, c10::StreamId stream,

@@ -66,8 +66,9 @@ def test_many_cached_blocks_are_reused_by_size(device, mod):
 
 
 def test_active_stats_are_those_of_the_allocations(device, mod):
-    # A block is active exactly while it is allocated: taken, cached,
-    # taken again, and freed while another stream still uses it.
+    # Once no other stream holds a block, the active stats are those of the
+    # allocations: blocks taken, cached, taken again, and freed while
+    # another stream used them.
     def pairs():
         stats = mod.memory_stats()
         return [(stats[f"active{unit}.{pool}.{field}"],
@@ -93,6 +94,40 @@ def test_active_stats_are_those_of_the_allocations(device, mod):
     for active, allocated in pairs():
         assert active == allocated
     assert mod.memory_stats()["active_bytes.large_pool.peak"] >= 4 * MiB
+
+
+def test_a_block_another_stream_holds_is_active_not_allocated(device, mod):
+    # As CUDA's allocator counts it: the free drops memory_allocated() at
+    # once, and the block stays active (not reusable) until the work queued
+    # on the other stream before the free is done.
+    x = torch.empty(4 * MiB, dtype=torch.uint8, device=device)
+    mod.synchronize()
+    stats = mod.memory_stats()
+    allocated, active = (stats["allocated_bytes.all.current"],
+                         stats["active_bytes.all.current"])
+    freed = stats["active.all.freed"]
+    side = mod.Stream()
+    with mod.stream(side):
+        x.add_(1)
+        side.synchronize()  # nothing queued holds x ...
+        mod._sleep(300)  # ... and the side stream is busy at its free
+    x.record_stream(side)
+    del x
+    stats = mod.memory_stats()
+    assert mod.memory_allocated() == allocated - 4 * MiB
+    assert stats["allocated_bytes.large_pool.current"] <= active - 4 * MiB
+    assert stats["active_bytes.all.current"] == active
+    assert stats["active.all.freed"] == freed
+    states = {block["state"] for segment in mod.memory_snapshot()
+              for block in segment["blocks"]}
+    assert "active_pending_free" in states, states
+    side.synchronize()
+    kept = torch.empty(8, device=device)  # an allocation takes finished frees
+    stats = mod.memory_stats()
+    assert stats["active_bytes.all.current"] == active - 4 * MiB + 512
+    assert stats["active.all.freed"] == freed + 1
+    assert stats["allocated_bytes.all.current"] == allocated - 4 * MiB + 512
+    del kept
 
 
 def test_peak_and_reset(device, mod):
