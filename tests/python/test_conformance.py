@@ -102,7 +102,6 @@ def test_an_autocast_policy_the_backend_does_not_apply_fails(device):
         suite.check_autocast(conformance.AutocastCase("exp", "lower_precision_fp", ""))
 
 
-
 # A relu that is right but for NaN, which it makes 0 (a kernel written as
 # `x > 0 ? x : 0`): registered over the backend's in a process of its own.
 NAN_DROPPING_RELU = """

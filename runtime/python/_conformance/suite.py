@@ -140,10 +140,8 @@ class Suite:
             self.compare(func, functional, named, what)
             # The variants of the first input with a tensor of one dimension
             # or more (OpInfo samples often start with a 0-dim tensor).
-            if not varied and any(isinstance(v, torch.Tensor) and v.dim() > 0
-                                  for v in named.values()):
-                self._variants(func, functional, named, what)
-                varied = True
+            if not varied:
+                varied = self._variants(func, functional, named, what)
             if number == 0 and case.form == "functional":
                 self.compare_gradients(func, named, what)
 
@@ -186,22 +184,25 @@ class Suite:
             runs[0]), self.device, what + ": two runs from one seed")
 
     def _variants(self, func: Any, functional: Optional[Any], named: dict,
-                  what: str) -> None:
+                  what: str) -> bool:
+        """Runs the variants of the input `named`; False when it has no
+        tensor of one dimension or more to vary."""
         tensors = [k for k, v in named.items()
                    if isinstance(v, torch.Tensor) and v.dim() > 0]
+        if not tensors:
+            return False
         # Non-contiguous: every tensor input with a stride of 2.
         if any(named[k].numel() > 1 for k in tensors):
             self.compare(func, functional, named,
                          what + ", non-contiguous inputs", noncontiguous=True)
         # Zero-size: every tensor input cut to no rows.
-        if tensors:
-            empty = dict(named)
-            for k in tensors:
-                empty[k] = named[k][:0]
-            if self._cpu_accepts(func, functional, empty):
-                self.compare(func, functional, empty,
-                             what + ", zero-size inputs "
-                             f"({describe_inputs(empty)})")
+        empty = dict(named)
+        for k in tensors:
+            empty[k] = named[k][:0]
+        if self._cpu_accepts(func, functional, empty):
+            self.compare(func, functional, empty,
+                         what + ", zero-size inputs "
+                         f"({describe_inputs(empty)})")
         # Broadcast (pointwise functions): the second tensor input narrowed
         # to one column.
         same = [k for k in tensors if named[k].shape == named[tensors[0]].shape]
@@ -225,6 +226,7 @@ class Suite:
                 self.compare(func, functional, special,
                              what + ", NaN, infinities and -0.0 in "
                              + ", ".join(floating))
+        return True
 
     def compare_gradients(self, func: Any, named: dict, what: str) -> None:
         """The gradient of `func` on the device against the CPU's, for the
