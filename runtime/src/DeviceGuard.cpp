@@ -18,6 +18,8 @@
 #include <vector>
 
 #include <c10/core/DeviceGuard.h>
+#include <c10/core/StorageImpl.h>
+#include <c10/core/TensorImpl.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
@@ -188,10 +190,27 @@ accStream_t currentNativeStream(c10::DeviceIndex device) {
 }
 
 at::Tensor ownedByLaunch(const at::Tensor& t) {
+  if (!t.defined()) {
+    return t;
+  }
   c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  if (t.device().type() == kDeviceType && impl->has_storage()) {
+    // The memory, not its owner: a StorageImpl whose DataPtr frees nothing.
+    const c10::Storage& held = impl->unsafe_storage();
+    c10::Storage memory(c10::make_intrusive<c10::StorageImpl>(
+        c10::StorageImpl::use_byte_size_t(), held.nbytes(),
+        c10::DataPtr(const_cast<void*>(held.data()), t.device()),
+        /*allocator=*/nullptr, /*resizable=*/false));
+    // Its keys but Python's: nothing holds the alias's Python object.
+    auto alias = at::detail::make_tensor<c10::TensorImpl>(
+        std::move(memory), impl->key_set() - c10::python_ks, impl->dtype());
+    c10::TensorImpl* made = alias.unsafeGetTensorImpl();
+    made->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+    made->set_version_counter(impl->version_counter());
+    return alias;
+  }
   // A reference more is free once one other than Python's exists.
-  if (!t.defined() || t.use_count() > 1 ||
-      impl->pyobj_slot()->load_pyobj() == nullptr) {
+  if (t.use_count() > 1 || impl->pyobj_slot()->load_pyobj() == nullptr) {
     return t;
   }
   return at::Tensor(impl->shallow_copy_and_detach(

@@ -65,9 +65,9 @@ def test_operators_queue_behind_work_and_compute_right(device, mod, warm):
 
 
 def test_queued_kernels_outlive_the_tensors_python_drops(device, mod, warm):
-    # The example's kernels own their operands as tensors Python does not
-    # hold (accgen::runtime::ownedByLaunch) or read them by pointer: the
-    # inputs may go before the queued kernels run.
+    # The example's kernels own their operands as tensors that hold neither
+    # Python's object nor the memory (accgen::runtime::ownedByLaunch) or
+    # read them by pointer: the inputs may go before the queued kernels run.
     a = torch.randn(4, 256, device=device)
     b = torch.randn(4, 256, device=device)
     ac, bc = a.cpu(), b.cpu()
@@ -91,6 +91,31 @@ def test_queued_kernels_outlive_the_tensors_python_drops(device, mod, warm):
     torch.testing.assert_close(s.cpu(), ac + bc)
     torch.testing.assert_close(r.cpu(), torch.relu(bc))
     torch.testing.assert_close(q.cpu(), (ac + 2 * bc) + 0.5 * bc)
+
+
+def test_queued_kernels_hold_no_device_memory(device, mod, warm):
+    # As on CUDA: a tensor freed before the queued kernels that read it ran
+    # leaves memory_allocated() at the free, whichever kernel reads it (a
+    # TensorIterator over ownedByLaunch tensors, pointers).
+    a = torch.randn(4, 256, device=device)
+    b = torch.randn(4, 256, device=device)
+    ac, bc = a.cpu(), b.cpu()
+    block = a.untyped_storage().nbytes()
+    mod._sleep(HOLD_MS)
+    s = a + b  # add.out
+    r = torch.relu(a)
+    q = torch.ops.accel.scaled_add(a, b, 0.5)
+    assert not mod.current_stream().query(), "the held stream was done early"
+    before = mod.memory_allocated()
+    del a, b
+    assert mod.memory_allocated() == before - 2 * block
+    # Their blocks again, written after the kernels that read them.
+    torch.full((4, 256), 7.0, device=device)
+    torch.full((4, 256), 9.0, device=device)
+    mod.synchronize()
+    torch.testing.assert_close(s.cpu(), ac + bc)
+    torch.testing.assert_close(r.cpu(), torch.relu(ac))
+    torch.testing.assert_close(q.cpu(), ac + 0.5 * bc)
 
 
 def test_large_work_is_queued_on_an_idle_stream(device, mod):

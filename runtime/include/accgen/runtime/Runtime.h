@@ -98,13 +98,18 @@ accStream_t currentNativeStream(c10::DeviceIndex device = -1);
 
 /// `t`, for a launch that owns its operands (a TensorIterator moved into a
 /// launchOwning kernel): a tensor over the same memory, with the same
-/// geometry and version counter, that Python does not hold. A second C++
-/// reference to a tensor only its Python object holds makes torch keep
-/// that object alive, which takes the GIL when the reference is made and
-/// again when it goes (c10::intrusive_ptr's 1-to-2 and 2-to-1 refcount
-/// transitions on a TensorImpl with a PyObject): about 1,100 instructions
-/// and two trips through the GIL per operand, against about 700 for this
-/// shallow copy.
+/// geometry and version counter, that holds neither Python's object nor,
+/// for a device tensor, the memory. A second C++ reference to a tensor only
+/// its Python object holds makes torch keep that object alive, which takes
+/// the GIL when the reference is made and again when it goes
+/// (c10::intrusive_ptr's 1-to-2 and 2-to-1 refcount transitions on a
+/// TensorImpl with a PyObject): about 1,100 instructions and two trips
+/// through the GIL per operand. And as on CUDA, a queued kernel does not
+/// keep device memory allocated: a tensor freed before its kernel ran
+/// leaves memory_allocated() at once, and its block goes back to the
+/// caching allocator for its stream, which runs the kernel before any later
+/// work that reuses the block. A CPU tensor (a Python number the kernel
+/// reads from host memory) is held, as the kernel reads it when it runs.
 /// Not for a tensor the kernel resizes (an out= result): that is the
 /// caller's tensor itself.
 at::Tensor ownedByLaunch(const at::Tensor& t);
