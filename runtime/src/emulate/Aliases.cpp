@@ -40,8 +40,9 @@ at::Tensor tensorOver(c10::Storage storage, c10::DispatchKey key,
 // bit and not an inference tensor; not a wrapped number; no autograd
 // metadata, Python object or backend metadata), at the next device memory
 // to alias, preferring one that last held the same memory (the arguments
-// of a loop's operators come back call after call) and setting only what
-// changed. That spares two heap allocations and releases, the TensorImpl
+// of a loop's operators come back call after call; the memory each was
+// pointed at is kept beside it, so that the search reads no alias but the
+// one it takes) and setting only what changed. That spares two heap allocations and releases, the TensorImpl
 // and its StorageImpl, and their construction, for each tensor argument of
 // every emulated call. A storage a CPU kernel moved to host memory (an out=
 // it grew) releases that memory when it is pointed elsewhere.
@@ -52,25 +53,30 @@ class HostAliases {
   C10_NOINLINE at::Tensor take(void* data, std::size_t nbytes,
                                const at::Tensor& like, bool inference) {
     if (!inference) {
-      c10::intrusive_ptr<c10::TensorImpl>* chosen = nullptr;
-      for (c10::intrusive_ptr<c10::TensorImpl>& impl : kept_) {
-        const bool same = impl && impl->unsafe_storage().data() == data;
-        if ((same || chosen == nullptr) && impl &&
-            idle(*impl, impl.use_count(), impl.weak_use_count())) {
-          chosen = &impl;
-          if (same) {
-            break;
-          }
+      // The kept alias of the same memory, found in data_ without reading
+      // the aliases themselves (each a cache miss or two by the next call),
+      // else the first idle one.
+      std::size_t chosen = kKept;
+      for (std::size_t i = 0; i < kKept; ++i) {
+        if (data_[i] == data && kept_[i] && idle(kept_[i])) {
+          chosen = i;
+          break;
         }
       }
-      if (chosen != nullptr) {
-        c10::TensorImpl* impl = chosen->get();
+      for (std::size_t i = 0; chosen == kKept && i < kKept; ++i) {
+        if (kept_[i] && idle(kept_[i])) {
+          chosen = i;
+        }
+      }
+      if (chosen != kKept) {
+        c10::TensorImpl* impl = kept_[chosen].get();
         c10::StorageImpl* storage =
             impl->unsafe_storage().unsafeGetStorageImpl();
         if (storage->data() != data) {
           storage->set_data_ptr_noswap(
               c10::DataPtr(data, c10::Device(c10::kCPU)));
         }
+        data_[chosen] = data;
         storage->set_nbytes(nbytes);
         if (impl->dtype() != like.dtype()) {
           impl->set_storage_and_dtype(impl->unsafe_storage(), like.dtype());
@@ -81,7 +87,7 @@ class HostAliases {
           impl->set_sizes_and_strides(like.sizes(), like.strides(),
                                       like.storage_offset());
         }
-        return at::Tensor(*chosen);
+        return at::Tensor(kept_[chosen]);
       }
     }
     // Resizable through the CPU allocator: an out= argument that the CPU
@@ -96,6 +102,7 @@ class HostAliases {
     if (!inference) {
       keys_ = fresh.unsafeGetTensorImpl()->key_set();
       kept_[next_] = fresh.getIntrusivePtr();
+      data_[next_] = data;
       next_ = (next_ + 1) % kKept;
     }
     return fresh;
@@ -104,9 +111,9 @@ class HostAliases {
  private:
   static constexpr std::size_t kKept = 8;
 
-  bool idle(c10::TensorImpl& impl, std::size_t uses,
-            std::size_t weak_uses) const {
-    return uses == 1 && weak_uses == 1 &&
+  bool idle(const c10::intrusive_ptr<c10::TensorImpl>& kept) const {
+    c10::TensorImpl& impl = *kept;
+    return kept.use_count() == 1 && kept.weak_use_count() == 1 &&
            impl.unsafe_storage().use_count() == 1 && impl.key_set() == keys_ &&
            !impl.is_wrapped_number() && impl.autograd_meta() == nullptr &&
            impl.pyobj_slot()->load_pyobj() == nullptr &&
@@ -114,6 +121,8 @@ class HostAliases {
   }
 
   std::array<c10::intrusive_ptr<c10::TensorImpl>, kKept> kept_;
+  // The memory each kept alias was last pointed at.
+  std::array<const void*, kKept> data_{};
   std::size_t next_ = 0;
   c10::DispatchKeySet keys_;
 };
