@@ -42,10 +42,11 @@ at::Tensor tensorOver(c10::Storage storage, c10::DispatchKey key,
 // to alias, preferring one that last held the same memory (the arguments
 // of a loop's operators come back call after call; the memory each was
 // pointed at is kept beside it, so that the search reads no alias but the
-// one it takes) and setting only what changed. That spares two heap allocations and releases, the TensorImpl
-// and its StorageImpl, and their construction, for each tensor argument of
-// every emulated call. A storage a CPU kernel moved to host memory (an out=
-// it grew) releases that memory when it is pointed elsewhere.
+// one it takes) and setting only what changed. That spares two heap allocations
+// and releases, the TensorImpl and its StorageImpl, and their construction, for
+// each tensor argument of every emulated call. A storage a CPU kernel moved to
+// host memory (an out= it grew) releases that memory when it is pointed
+// elsewhere.
 class HostAliases {
  public:
   // Out of line, so that the loop below reads the thread's aliases through
