@@ -100,15 +100,23 @@ def test_queued_kernels_hold_no_device_memory(device, mod, warm):
     a = torch.randn(4, 256, device=device)
     b = torch.randn(4, 256, device=device)
     ac, bc = a.cpu(), b.cpu()
-    block = a.untyped_storage().nbytes()
+    blocks = {a.data_ptr(), b.data_ptr()}
+
+    def states():
+        return {block["address"]: block["state"]
+                for segment in mod.memory_snapshot()
+                for block in segment["blocks"] if block["address"] in blocks}
+
     mod._sleep(HOLD_MS)
     s = a + b  # add.out
     r = torch.relu(a)
     q = torch.ops.accel.scaled_add(a, b, 0.5)
     assert not mod.current_stream().query(), "the held stream was done early"
-    before = mod.memory_allocated()
+    assert set(states().values()) == {"active_allocated"}
     del a, b
-    assert mod.memory_allocated() == before - 2 * block
+    # Free at once, and no other stream holds them.
+    assert set(states().values()) == {"inactive"}
+    assert not mod.current_stream().query(), "the held stream was done early"
     # Their blocks again, written after the kernels that read them.
     torch.full((4, 256), 7.0, device=device)
     torch.full((4, 256), 9.0, device=device)
