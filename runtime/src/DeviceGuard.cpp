@@ -202,11 +202,10 @@ at::Tensor ownedByLaunch(const at::Tensor& t) {
         c10::DataPtr(const_cast<void*>(held.data()), t.device()),
         /*allocator=*/nullptr, /*resizable=*/false));
     // Its keys but Python's: nothing holds the alias's Python object.
-    auto alias = at::detail::make_tensor<c10::TensorImpl>(
-        std::move(memory), impl->key_set() - c10::python_ks, impl->dtype());
-    c10::TensorImpl* made = alias.unsafeGetTensorImpl();
-    made->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
-    made->set_version_counter(impl->version_counter());
+    at::Tensor alias = detail::tensorOver(
+        std::move(memory), impl->key_set() - c10::python_ks, impl->dtype(),
+        t.sizes(), t.strides(), t.storage_offset());
+    alias.unsafeGetTensorImpl()->set_version_counter(impl->version_counter());
     return alias;
   }
   // A reference more is free once one other than Python's exists.

@@ -7,8 +7,11 @@
 #include <vector>
 
 #include <c10/core/Device.h>
+#include <c10/core/DispatchKeySet.h>
 #include <c10/core/Storage.h>
 #include <c10/core/Stream.h>
+#include <c10/util/ArrayRef.h>
+#include <c10/util/typeid.h>
 
 namespace c10 {
 class OperatorHandle;
@@ -98,5 +101,15 @@ void installKernelResultsAllocator();
 /// storage a kernel allocated under KernelAllocations) holds, which then
 /// keeps only the address; an empty storage when `host` holds no block.
 c10::Storage takeDeviceBlock(c10::StorageImpl& host, c10::Device device);
+
+/// A tensor over `storage` with the given dispatch keys (to which the
+/// TensorImpl adds the autograd keys of the backend), dtype and geometry
+/// (emulate/Aliases.cpp).
+at::Tensor tensorOver(c10::Storage storage, c10::DispatchKeySet keys,
+                      caffe2::TypeMeta dtype, c10::IntArrayRef sizes,
+                      c10::IntArrayRef strides, int64_t storage_offset);
+at::Tensor tensorOver(c10::Storage storage, c10::DispatchKey key,
+                      caffe2::TypeMeta dtype, c10::IntArrayRef sizes,
+                      c10::IntArrayRef strides, int64_t storage_offset);
 
 }  // namespace accgen::runtime::detail

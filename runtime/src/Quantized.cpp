@@ -71,12 +71,10 @@ at::Tensor integerView(const at::Tensor& q) {
               ", got one on ", q.device());
   const c10::DispatchKey key =
       q.is_cpu() ? c10::DispatchKey::CPU : c10::DispatchKey::PrivateUse1;
-  auto view = at::detail::make_tensor<c10::TensorImpl>(
-      c10::Storage(q.storage()), c10::DispatchKeySet(key),
-      c10::scalarTypeToTypeMeta(c10::toUnderlying(q.scalar_type())));
-  view.unsafeGetTensorImpl()->set_sizes_and_strides(q.sizes(), q.strides(),
-                                                    q.storage_offset());
-  return view;
+  return detail::tensorOver(
+      q.storage(), key,
+      c10::scalarTypeToTypeMeta(c10::toUnderlying(q.scalar_type())), q.sizes(),
+      q.strides(), q.storage_offset());
 }
 
 // The quantizer of a device tensor, its per-channel parameters on the host.

@@ -17,19 +17,33 @@
 #include "Engine.h"
 #include "accgen/runtime/Driver.h"
 
-namespace accgen::runtime::emulate {
-namespace {
+namespace accgen::runtime {
 
-// A tensor over `storage` with the given dtype and geometry, on `key`.
-at::Tensor tensorOver(c10::Storage storage, c10::DispatchKey key,
-                      caffe2::TypeMeta dtype, c10::IntArrayRef sizes,
-                      c10::IntArrayRef strides, int64_t storage_offset) {
-  auto t = at::detail::make_tensor<c10::TensorImpl>(
-      std::move(storage), c10::DispatchKeySet(key), dtype);
+at::Tensor detail::tensorOver(c10::Storage storage, c10::DispatchKeySet keys,
+                              caffe2::TypeMeta dtype, c10::IntArrayRef sizes,
+                              c10::IntArrayRef strides,
+                              int64_t storage_offset) {
+  auto t =
+      at::detail::make_tensor<c10::TensorImpl>(std::move(storage), keys, dtype);
   t.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides,
                                                  storage_offset);
   return t;
 }
+
+at::Tensor detail::tensorOver(c10::Storage storage, c10::DispatchKey key,
+                              caffe2::TypeMeta dtype, c10::IntArrayRef sizes,
+                              c10::IntArrayRef strides,
+                              int64_t storage_offset) {
+  return tensorOver(std::move(storage), c10::DispatchKeySet(key), dtype, sizes,
+                    strides, storage_offset);
+}
+
+}  // namespace accgen::runtime
+
+namespace accgen::runtime::emulate {
+namespace {
+
+using runtime::detail::tensorOver;
 
 // Note [Host storage reuse]
 // A host alias holds nothing of the device tensor but its data pointer,
