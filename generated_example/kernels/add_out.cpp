@@ -1,7 +1,8 @@
 // The accel kernel of add.out. This file is yours: accgen created it once
 // from specs/operators.yaml and never touches it again.
 //
-//   add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)
+//   add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) ->
+//   Tensor(a!)
 //
 // The dispatcher calls it for add.out and, through the wrappers in
 // csrc/ops/RegisterKernels.cpp, for add.Tensor, add_.Tensor.
@@ -78,15 +79,17 @@ accError_t addKernel(AddLaunch& launch) {
 }
 
 // An iterator over `out = a + alpha * b`: borrowing the operands, or owning
-// them (tensors Python does not hold: ownedByLaunch, so that no reference
-// taken or dropped here goes through the GIL). A 0-dim CPU operand (a
-// Python number) is read by the kernel from host memory, like a kernel
-// argument.
+// them (tensors that hold neither Python's object nor the device memory:
+// ownedByLaunch, so that no reference taken or dropped here goes through
+// the GIL, and a tensor freed before the kernel ran is free at once). The
+// owning iterator is built after the borrowing one, which sized `out`. A
+// 0-dim CPU operand (a Python number) is read by the kernel from host
+// memory, like a kernel argument.
 at::TensorIterator addIterator(const at::Tensor& out, const at::Tensor& a,
                                const at::Tensor& b, bool owned) {
   at::TensorIteratorConfig config;
   if (owned) {
-    config.add_owned_output(out)
+    config.add_owned_output(accgen::runtime::ownedByLaunch(out))
         .add_owned_const_input(accgen::runtime::ownedByLaunch(a))
         .add_owned_const_input(accgen::runtime::ownedByLaunch(b));
   } else {

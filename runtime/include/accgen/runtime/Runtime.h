@@ -110,8 +110,9 @@ accStream_t currentNativeStream(c10::DeviceIndex device = -1);
 /// caching allocator for its stream, which runs the kernel before any later
 /// work that reuses the block. A CPU tensor (a Python number the kernel
 /// reads from host memory) is held, as the kernel reads it when it runs.
-/// Not for a tensor the kernel resizes (an out= result): that is the
-/// caller's tensor itself.
+/// Not for a tensor the kernel may still resize, as its memory cannot
+/// grow: an out= result goes to it once sized (by an iterator that borrowed
+/// it first, say).
 at::Tensor ownedByLaunch(const at::Tensor& t);
 
 // -------------------------------------------------------------- allocators
