@@ -40,10 +40,30 @@ fi
 # xdist: the generated conformance suites shard over devices with -n.
 # clang: libclang, with which scripts/interface_diff.py reads torch's headers.
 # transformers (pure Python, with safetensors): real model code in the tests.
-for mod in pytest yaml scikit_build_core pybind11 ninja numpy expecttest xdist clang transformers; do
+# wheel: DeepSpeed (below) is built without build isolation.
+for mod in wheel pytest yaml scikit_build_core pybind11 ninja numpy expecttest xdist clang transformers; do
   "$PY" -c "import $mod" 2>/dev/null || {
     pkg=$mod; [ "$mod" = yaml ] && pkg=PyYAML; [ "$mod" = scikit_build_core ] && pkg=scikit-build-core
     [ "$mod" = xdist ] && pkg=pytest-xdist; [ "$mod" = clang ] && pkg=libclang
     [ "$mod" = transformers ] && pkg=transformers==5.24.0
     echo "bootstrap: installing $pkg"; "$PY" -m pip install -q "$pkg"; }
 done
+
+# --8<-- [start:integrations]
+# The libraries users train with (tests/python/test_integrations.py,
+# docs/guide/), pinned, pure Python. DeepSpeed's setup imports torch, so it
+# is built against the torch installed here (no build isolation), with none
+# of its ops compiled; the same command pins that torch, so that nothing
+# replaces it.
+readonly INTEGRATIONS=(deepspeed==0.19.8 lightning==2.6.6 accelerate==1.16.0 peft==0.21.2)
+missing=()
+for req in "${INTEGRATIONS[@]}"; do
+  have=$("$PY" -c "import importlib.metadata as m; print(m.version('${req%%==*}'))" 2>/dev/null || true)
+  [ "$have" = "${req##*==}" ] || missing+=("$req")
+done
+if ((${#missing[@]})); then
+  echo "bootstrap: installing ${missing[*]}"
+  DS_BUILD_OPS=0 "$PY" -m pip install -q --no-build-isolation "${missing[@]}" \
+    "torch==$TORCH_VERSION" "transformers==5.24.0"
+fi
+# --8<-- [end:integrations]

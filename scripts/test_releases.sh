@@ -11,8 +11,9 @@
 #      R's python3 first on PATH, as a vendor regenerates), built and
 #      installed into the venv: the runtime compiled against R;
 #   3. its generated conformance suite, then tests/python/test_compile.py,
-#      test_distributed.py and test_torchvision.py (torchvision's models and
-#      operators, which need a CUDA build of torch) against it, then the
+#      test_distributed.py, test_torchvision.py (torchvision's models and
+#      operators, which need a CUDA build of torch) and test_integrations.py
+#      (DeepSpeed, Lightning, Hugging Face, PEFT) against it, then the
 #      remote driver's tests (test_remote_backend*.py: the ported example
 #      built against R and the remote driver);
 #   4. `accgen init` under R: its lock and pyproject must pin R; the project
@@ -155,9 +156,10 @@ leg() {
   local conformance
   conformance=$(summary_of "$work/conformance.log")
 
-  step "compile and distributed tests" "$work/python.log" \
+  step "compile, distributed and library tests" "$work/python.log" \
     env ACCGEN_TEST_SPECS="$work/specs" "$py" -m pytest -q -p no:cacheprovider --durations=10 -n 2 --dist loadfile \
-    tests/python/test_compile.py tests/python/test_distributed.py tests/python/test_torchvision.py || return 1
+    tests/python/test_compile.py tests/python/test_distributed.py tests/python/test_torchvision.py \
+    tests/python/test_integrations.py || return 1
   local python_tests
   python_tests=$(summary_of "$work/python.log")
 
@@ -192,7 +194,7 @@ sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-n", "2", sys.argv[1]]))'
   local init_tests
   init_tests=$(summary_of "$work/init-tests.log")
 
-  echo "PASS torch $RELEASE: conformance $conformance; compile+distributed $python_tests; remote driver $remote_tests; init backend $init_tests"
+  echo "PASS torch $RELEASE: conformance $conformance; compile+distributed+libraries $python_tests; remote driver $remote_tests; init backend $init_tests"
 }
 
 status=0

@@ -30,7 +30,8 @@
 # Python modules under their source names (runtime/python/: the device
 # module _device.py, the torch.compile registration _compile.py, autocompare
 # _autocompare.py, the memory tools memory.py, the upstream test runner
-# _upstream.py, the conformance checks' package _conformance), and a
+# _upstream.py, the conformance checks' package _conformance, the import
+# hook _after_import.py, the library adapters' package integrations), and a
 # CMake package for the core
 # (share/cmake/torch_<name>: find_package(torch_<name>) gives the imported
 # target torch_<name>::torch_<name>).
@@ -307,8 +308,10 @@ function(accgen_add_backend name)
                     "${ACCGEN_RUNTIME_DIR}/python/_autocompare.py"
                     "${ACCGEN_RUNTIME_DIR}/python/memory.py"
                     "${ACCGEN_RUNTIME_DIR}/python/_upstream.py"
+                    "${ACCGEN_RUNTIME_DIR}/python/_after_import.py"
               DESTINATION "${arg_INSTALL_DIR}")
       install(DIRECTORY "${ACCGEN_RUNTIME_DIR}/python/_conformance"
+                        "${ACCGEN_RUNTIME_DIR}/python/integrations"
               DESTINATION "${arg_INSTALL_DIR}"
               FILES_MATCHING PATTERN "*.py")
     endif()

@@ -25,16 +25,14 @@ What a vendor changes for real hardware is ``Scheduling`` and
 that launches its kernels (docs/compile.md).
 """
 
-import importlib.abc
-import importlib.util
 import operator
-import sys
 from typing import Any, Callable, Optional
 
 import torch
 
 from . import _C
 from . import _device as _dev
+from ._after_import import after_import
 
 _DEVICE_TYPE: str = _C._config["device"]
 _PACKAGE: str = _C._config["package"]
@@ -453,39 +451,6 @@ def register() -> None:
 # --8<-- [end:inductor-registration]
 
 
-class _AfterImport(importlib.abc.MetaPathFinder):
-    # Runs `callbacks[name](module)` right after the module `name` has been
-    # executed, once for each name.
-    def __init__(self, callbacks: dict[str, Callable[[Any], None]]) -> None:
-        self._callbacks = dict(callbacks)
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        callback = self._callbacks.pop(fullname, None)
-        if callback is None:
-            return None
-        if not self._callbacks:
-            sys.meta_path.remove(self)
-        # The other finders find the module; this one only wraps its loading.
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        if spec.loader is None:
-            return spec
-        execute = spec.loader.exec_module
-
-        def exec_module(module: Any) -> None:
-            execute(module)
-            callback(module)
-
-        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
-        return spec
-
-
 def install() -> None:
     """Registers the device with Dynamo and Inductor as they load.
 
@@ -498,12 +463,7 @@ def install() -> None:
     which its callers look up when they compile; the device wraps it as
     that module loads, and the wrapper registers the Inductor backend on
     its first call, when Dynamo and Inductor are fully loaded."""
-    callbacks = {
+    after_import({
         "torch._dynamo.device_interface": _register_device_interface,
         "torch._inductor.compile_fx": _wrap_compile_fx,
-    }
-    for name in list(callbacks):
-        if name in sys.modules:
-            callbacks.pop(name)(sys.modules[name])
-    if callbacks and not any(isinstance(f, _AfterImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterImport(callbacks))
+    })

@@ -787,7 +787,11 @@ def _default_group_type_is_the_plugin(dist: ModuleType) -> None:
 def register(package: ModuleType) -> None:
     """Makes `package` (the backend's Python package, which re-exports this
     module) torch.<device>, with Tensor.<device>() and its counterparts.
-    Does nothing but warn once when another backend holds the device type."""
+    Does nothing but warn once when another backend holds the device type,
+    and the libraries that select the device by name then say why not."""
+    from . import integrations
+
+    integrations.install()
     if not owns_device():
         return
     torch.utils.rename_privateuse1_backend(_DEVICE_TYPE)

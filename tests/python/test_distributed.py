@@ -15,6 +15,8 @@ import tempfile
 import pytest
 import torch
 
+from processes import run_together
+
 RANKS = pathlib.Path(__file__).with_name("distributed_ranks.py")
 WORLD = 2
 
@@ -31,25 +33,15 @@ def run_ranks(device: str, package: str, scenario: str,
     # could be taken by another test's process before rank 0 binds it.
     store = pathlib.Path(tempfile.mkdtemp(prefix="accgen-ranks-")) / "store"
     environ = dict(os.environ, ACCGEN_TEST_PACKAGE=package, **(env or {}))
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(RANKS), scenario, str(rank), str(WORLD),
-             str(store), device],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            env=environ)
-        for rank in range(WORLD)
-    ]
-    outputs = []
+    commands = [[sys.executable, str(RANKS), scenario, str(rank), str(WORLD),
+                 str(store), device] for rank in range(WORLD)]
     try:
-        for proc in procs:
-            outputs.append(proc.communicate(timeout=timeout)[0])
+        results = run_together(commands, environ, timeout)
     finally:
-        for proc in procs:
-            proc.kill()
         shutil.rmtree(store.parent, ignore_errors=True)
-    for rank, (proc, out) in enumerate(zip(procs, outputs)):
-        assert proc.returncode == 0, f"rank {rank} of {scenario} failed:\n{out}"
-    return outputs
+    for rank, (code, out) in enumerate(results):
+        assert code == 0, f"rank {rank} of {scenario} failed:\n{out}"
+    return [out for _, out in results]
 
 
 @pytest.fixture(scope="module")

@@ -49,3 +49,10 @@ def test_generated_conformance_suite_passes(second_backend):
     summary = r.stdout.strip().splitlines()[-1]
     assert " passed" in summary and "failed" not in summary, summary
     print(f"init backend conformance: {summary}")
+def test_library_adapters_on_the_init_backend(second_backend):
+    # The adapters are the runtime's, made from the specs alone: DeepSpeed
+    # and Lightning find the freshly initialised device by its name, and
+    # transformers' tests run on it through the spec file it ships.
+    run_suites_on(second_backend, ("test_integrations.py",),
+                  "-k", "load_no_library or selects_the_device or runs_on_the_device "
+                  "or finds_the_device_by_name or more_devices_than_exist")
