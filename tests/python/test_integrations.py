@@ -360,7 +360,9 @@ def test_lightning_ddp_workaround_is_still_needed(device, lightning):
     from lightning.pytorch.strategies import DDPStrategy
 
     strategy = DDPStrategy(parallel_devices=[torch.device(device, 0)])
-    with pytest.raises(RuntimeError, match="torch.cuda.Stream requires CUDA"):
+    # A CPU build of torch has no torch.cuda.Stream; a CUDA build without a
+    # GPU fails to start CUDA.
+    with pytest.raises(RuntimeError, match="CUDA"):
         strategy._setup_model(torch.nn.Linear(2, 2).to(device))
 
 
@@ -408,6 +410,17 @@ def test_trainer_needs_the_device_named_today(package, device):
 
 
 # --8<-- [start:accelerate-today]
+def test_accelerate_without_the_backend_is_an_error(device):
+    # ACCELERATE_TORCH_DEVICE naming the device while the backend is not
+    # loaded fails by the device's name instead of training on the CPU.
+    pytest.importorskip("accelerate")
+    r = run_python("from accelerate import PartialState; PartialState()",
+                   env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0", "ACCGEN_TEST_PACKAGE": "",
+                        "ACCELERATE_TORCH_DEVICE": device})
+    assert r.returncode != 0
+    assert f"device string: {device}" in r.stderr, r.stderr[-2000:]
+
+
 def test_accelerate_runs_each_rank_alone_today(package, device):
     # accelerate 1.16 knows a distributed type for a fixed list of devices
     # (DistributedType); a rank of several on any other device is set up as
