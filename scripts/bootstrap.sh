@@ -41,11 +41,12 @@ fi
 # clang: libclang, with which scripts/interface_diff.py reads torch's headers.
 # transformers (pure Python, with safetensors): real model code in the tests.
 # wheel: DeepSpeed (below) is built without build isolation.
+readonly TRANSFORMERS=transformers==5.24.0
 for mod in wheel pytest yaml scikit_build_core pybind11 ninja numpy expecttest xdist clang transformers; do
   "$PY" -c "import $mod" 2>/dev/null || {
     pkg=$mod; [ "$mod" = yaml ] && pkg=PyYAML; [ "$mod" = scikit_build_core ] && pkg=scikit-build-core
     [ "$mod" = xdist ] && pkg=pytest-xdist; [ "$mod" = clang ] && pkg=libclang
-    [ "$mod" = transformers ] && pkg=transformers==5.24.0
+    [ "$mod" = transformers ] && pkg=$TRANSFORMERS
     echo "bootstrap: installing $pkg"; "$PY" -m pip install -q "$pkg"; }
 done
 
@@ -64,6 +65,6 @@ done
 if ((${#missing[@]})); then
   echo "bootstrap: installing ${missing[*]}"
   DS_BUILD_OPS=0 "$PY" -m pip install -q --no-build-isolation "${missing[@]}" \
-    "torch==$TORCH_VERSION" "transformers==5.24.0"
+    "torch==$TORCH_VERSION" "$TRANSFORMERS"
 fi
 # --8<-- [end:integrations]

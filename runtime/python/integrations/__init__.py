@@ -57,6 +57,12 @@ def declared_dtypes() -> list[torch.dtype]:
     return [torch.float32] + (amp() if amp is not None else [])
 
 
+def device_usable() -> bool:
+    """Whether the backend holds the device type in this process and its
+    driver finds a device: what require_device asks, as a question."""
+    return bool(_C._owns_device()) and _device.is_available()
+
+
 def require_device(asked_by: str) -> None:
     """Raises IntegrationError naming what is missing when `asked_by` selects
     the device and the backend cannot run it in this process."""

@@ -33,6 +33,7 @@ from . import (
     ENV_PREFIX,
     IntegrationError,
     declared_dtypes,
+    device_usable,
     distributed_backend,
     require_device,
     selected_by_environment,
@@ -361,12 +362,7 @@ def select_on_load(real_accelerator: Any) -> None:
 
     if selected_by_environment("DS_ACCELERATOR"):
         require_device(f"DS_ACCELERATOR={os.environ['DS_ACCELERATOR']}")
-    elif "DS_ACCELERATOR" in os.environ:
+    elif "DS_ACCELERATOR" in os.environ or not device_usable():
         return
-    else:
-        try:
-            require_device("DeepSpeed")
-        except IntegrationError:
-            return
     real_accelerator.set_accelerator(accelerator())
 # --8<-- [end:select-on-load]

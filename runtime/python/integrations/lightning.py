@@ -15,7 +15,7 @@ from typing import Any, Union
 import torch
 
 from .. import _device
-from . import DEVICE, PACKAGE, require_device
+from . import DEVICE, PACKAGE, device_usable, require_device
 
 _module = getattr(torch, DEVICE, _device)
 
@@ -100,9 +100,7 @@ class _Methods:
 
     @staticmethod
     def is_available() -> bool:
-        from .. import _C
-
-        return bool(_C._owns_device()) and _module.is_available()
+        return device_usable()
 
     @staticmethod
     def name() -> str:
