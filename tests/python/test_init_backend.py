@@ -53,10 +53,6 @@ def test_unlisted_operators_are_emulated(second_backend):
     assert r.stdout.strip().endswith("ok")
 
 
-
-
-
-
 def test_compile_on_the_init_backend(second_backend):
     # torch.compile on the freshly initialised backend: the compile suite
     # less the example's custom operator, which an init project lacks, and
@@ -65,12 +61,6 @@ def test_compile_on_the_init_backend(second_backend):
     # shows them on the example.
     run_suites_on(second_backend, ("test_compile.py",),
                    "-k", "not custom_operator and not workarounds_are_still_needed")
-
-
-
-
-
-
 
 
 def test_noop_regeneration_rebuilds_nothing(second_backend):
