@@ -24,15 +24,16 @@ int main(int argc, char** argv) {
   try {
     return accgen::cli::run(argc, argv);
   } catch (const accgen::AccgenError& e) {
-    std::cerr << e.what() << "\n";
+    std::cerr << accgen::printableLines(e.what()) << "\n";
     return static_cast<int>(e.code());
   } catch (const std::filesystem::filesystem_error& e) {
     // The system refused an operation on a path accgen did not check
     // beforehand: not a bug in accgen (exit 6).
-    std::cerr << "accgen: error: " << e.what() << "\n";
+    std::cerr << "accgen: error: " << accgen::printableLines(e.what()) << "\n";
     return static_cast<int>(accgen::ExitCode::kFileSystem);
   } catch (const std::exception& e) {
-    std::cerr << "accgen: internal error: " << e.what() << "\n";
+    std::cerr << "accgen: internal error: " << accgen::printableLines(e.what())
+              << "\n";
     return static_cast<int>(accgen::ExitCode::kInternal);
   }
 }

@@ -25,49 +25,66 @@ namespace {
 constexpr std::size_t kMaxLineBytes = 1000;
 constexpr std::size_t kMaxDiagnostics = 100;
 
-// `text` as one safe line of a terminal or a log: control characters,
-// U+2028/U+2029 and bytes that are not UTF-8 escaped (a spec value cannot
-// start a forged "file:line: error:" line or move the cursor), and at most
-// kMaxLineBytes of it.
-std::string printable(std::string_view text) {
+// Whether code point `cp` is escaped when quoted: the C0 and C1 controls
+// and DEL, the line and paragraph separators (U+2028, U+2029; a line break
+// to JavaScript and some terminals), and the bidirectional controls, which
+// reorder what a terminal shows (U+061C, U+200E, U+200F, U+202A-U+202E,
+// U+2066-U+2069).
+bool escaped(char32_t cp) {
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x2028 ||
+         cp == 0x2029 || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
+         (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+// `text` as one safe line of a terminal or a log: every character escaped()
+// names and every byte that is not UTF-8 (a spec value cannot start a
+// forged "file:line: error:" line, move the cursor or reorder the line),
+// and at most `max_bytes` of it.
+std::string printable(std::string_view text,
+                      std::size_t max_bytes = kMaxLineBytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
   std::string out;
   std::size_t i = 0;
   const auto hex = [&](unsigned char c) {
-    static constexpr char kDigits[] = "0123456789abcdef";
     out += "\\x";
     out += kDigits[c >> 4];
     out += kDigits[c & 0xF];
   };
-  while (i < text.size() && out.size() < kMaxLineBytes) {
+  while (i < text.size() && out.size() < max_bytes) {
     const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7F) {
-      hex(c);
-    } else if (c >= 0x80) {
-      const auto bad = firstInvalidUtf8(
-          text.substr(i, std::min<std::size_t>(4, text.size() - i)));
-      std::size_t length = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
-      if (bad == 0u) {
+    if (c < 0x80) {
+      if (c == '\n') {
+        out += "\\n";
+      } else if (c == '\r') {
+        out += "\\r";
+      } else if (c == '\t') {
+        out += "\\t";
+      } else if (escaped(c)) {
         hex(c);
-      } else if (text.substr(i, 3) == "\xe2\x80\xa8" ||
-                 text.substr(i, 3) == "\xe2\x80\xa9") {
-        out += text[i + 2] == '\xa8' ? "\\u2028" : "\\u2029";
-        i += 3;
-        continue;
       } else {
-        out.append(text.substr(i, length));
-        i += length;
-        continue;
+        out += static_cast<char>(c);
       }
-    } else {
-      out += static_cast<char>(c);
+      ++i;
+      continue;
     }
-    ++i;
+    const std::size_t length = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+    if (firstInvalidUtf8(text.substr(i, std::min(length, text.size() - i))) ||
+        i + length > text.size()) {
+      hex(c);
+      ++i;
+      continue;
+    }
+    char32_t cp = length == 2 ? c & 0x1F : length == 3 ? c & 0x0F : c & 0x07;
+    for (std::size_t k = 1; k < length; ++k)
+      cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+    if (escaped(cp)) {
+      out += "\\u";
+      for (int shift = 12; shift >= 0; shift -= 4)
+        out += kDigits[(cp >> shift) & 0xF];
+    } else {
+      out.append(text.substr(i, length));
+    }
+    i += length;
   }
   if (i < text.size()) {
     out += "... (" + std::to_string(text.size() - i) + " more bytes)";
@@ -76,6 +93,17 @@ std::string printable(std::string_view text) {
 }
 
 }  // namespace
+
+std::string printableLines(std::string_view text) {
+  std::string out;
+  for (;;) {
+    const std::size_t end = text.find('\n');
+    out.append(printable(text.substr(0, end), std::string_view::npos));
+    if (end == std::string_view::npos) return out;
+    out.push_back('\n');
+    text.remove_prefix(end + 1);
+  }
+}
 
 std::string Diagnostic::format() const {
   static constexpr const char* kNames[] = {"error", "warning", "note"};

@@ -66,6 +66,14 @@ class DiagnosticEngine {
   int error_count_ = 0;
 };
 
+/// `text` made safe to print, line by line: within each line every control
+/// character (C0 and C1), the line and paragraph separators, the
+/// bidirectional controls and every byte that is not UTF-8 are escaped
+/// (`\x85`, `\u202e`). The one escaping
+/// of quoted user text: every diagnostic and every error message passes
+/// through it.
+std::string printableLines(std::string_view text);
+
 /// The one exception type for user-facing failures; `main` prints it and
 /// exits with its code.
 class AccgenError : public std::runtime_error {

@@ -1,5 +1,6 @@
 // File reading and command capture.
 #include "generator/support/io.h"
+#include "generator/support/diagnostics.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,6 +16,61 @@
 
 namespace accgen {
 
+namespace {
+
+const char* fileKind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+std::string tooLarge(std::uintmax_t size, std::size_t max_bytes) {
+  return "file too large: " +
+         (size > max_bytes ? std::to_string(size)
+                           : "more than " + std::to_string(max_bytes)) +
+         " bytes (accgen reads files of at most " + std::to_string(max_bytes) +
+         ")";
+}
+
+/// The one bounded read every file accgen reads goes through: the regular
+/// file open as `fd` (its fstat in `st`) read into `text`, at most
+/// `max_bytes` of it, whether it grows while read or not. Returns the
+/// reason it could not be read, or "" once read; closes `fd`.
+std::string readOpen(int fd, const struct stat& st, std::size_t max_bytes,
+                     std::string& text) {
+  if (static_cast<std::uintmax_t>(st.st_size) > max_bytes) {
+    ::close(fd);
+    return tooLarge(static_cast<std::uintmax_t>(st.st_size), max_bytes);
+  }
+  // st_size is a hint (0 for /proc files); read on until the end, into a
+  // buffer one byte larger than the bound so that a file past it shows.
+  text.assign(static_cast<std::size_t>(st.st_size) + 1, '\0');
+  std::size_t size = 0;
+  for (;;) {
+    if (size == text.size()) {
+      if (size > max_bytes) break;
+      text.resize(std::min(text.size() * 2 + 4096, max_bytes + 1));
+    }
+    const ssize_t n = ::read(fd, text.data() + size, text.size() - size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return std::string("cannot read file: ") + std::strerror(err);
+    }
+    if (n == 0) break;
+    size += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  if (size > max_bytes) return tooLarge(size, max_bytes);
+  text.resize(size);
+  return "";
+}
+
+}  // namespace
+
 std::optional<std::string> readFile(const std::string& path) {
   // One open, one fstat and reads straight into the result: accgen reads
   // thousands of files a run (templates, user kernels, the tree on disk).
@@ -28,36 +84,12 @@ std::optional<std::string> readFile(const std::string& path) {
     return std::nullopt;
   }
   std::string text;
-  // st_size is a hint (0 for /proc files); read on until the end. A read
-  // that leaves room in the buffer has reached the end of a regular file.
-  text.resize(static_cast<std::size_t>(st.st_size > 0 ? st.st_size : 0) + 1);
-  std::size_t size = 0;
-  for (;;) {
-    if (size == text.size()) text.resize(text.size() * 2 + 4096);
-    const ssize_t n = ::read(fd, text.data() + size, text.size() - size);
-    if (n < 0) {
-      ::close(fd);
-      return std::nullopt;
-    }
-    size += static_cast<std::size_t>(n);
-    if (n == 0 || (S_ISREG(st.st_mode) && size < text.size())) break;
+  const std::string error = readOpen(fd, st, kMaxInputBytes, text);
+  if (!error.empty()) {
+    throw AccgenError(ExitCode::kInvalidInput, path + ": error: " + error);
   }
-  ::close(fd);
-  text.resize(size);
   return text;
 }
-
-namespace {
-
-const char* fileKind(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
-}  // namespace
 
 InputFile readInputFile(const std::string& path, std::size_t max_bytes) {
   InputFile result;
@@ -82,9 +114,8 @@ InputFile readInputFile(const std::string& path, std::size_t max_bytes) {
   if (!S_ISREG(st.st_mode)) {
     return fail(std::string("expected a file, found ") + fileKind(st.st_mode));
   }
-  if (static_cast<std::size_t>(st.st_size) > max_bytes) {
-    return fail("file too large: " + std::to_string(st.st_size) +
-                " bytes (at most " + std::to_string(max_bytes) + ")");
+  if (static_cast<std::uintmax_t>(st.st_size) > max_bytes) {
+    return fail(tooLarge(static_cast<std::uintmax_t>(st.st_size), max_bytes));
   }
   // The file may have been swapped since stat: open without blocking and
   // check again what was opened.
@@ -96,38 +127,12 @@ InputFile readInputFile(const std::string& path, std::size_t max_bytes) {
     ::close(fd);
     return fail(std::string("expected a file, found ") + fileKind(st.st_mode));
   }
-  std::string text(
-      std::min<std::size_t>(static_cast<std::size_t>(st.st_size), max_bytes) +
-          1,
-      '\0');
-  std::size_t size = 0;
-  for (;;) {
-    if (size == text.size()) {
-      if (size > max_bytes) {
-        ::close(fd);
-        return fail("file too large: more than " + std::to_string(max_bytes) +
-                    " bytes");
-      }
-      text.resize(std::min(text.size() * 2 + 4096, max_bytes + 1));
-    }
-    const ssize_t n = ::read(fd, text.data() + size, text.size() - size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      return fail(std::string("cannot read file: ") + std::strerror(err));
-    }
-    if (n == 0) break;
-    size += static_cast<std::size_t>(n);
+  std::string error = readOpen(fd, st, max_bytes, result.text);
+  if (!error.empty()) {
+    result.text.clear();
+    return fail(std::move(error));
   }
-  ::close(fd);
-  if (size > max_bytes) {
-    return fail("file too large: more than " + std::to_string(max_bytes) +
-                " bytes");
-  }
-  text.resize(size);
   result.status = InputFile::Status::kRead;
-  result.text = std::move(text);
   return result;
 }
 
@@ -148,8 +153,9 @@ std::set<std::string> existingFiles(const std::string& dir,
       std::error_code ec;
       for (fs::directory_iterator d(root / parent, ec), end; !ec && d != end;
            d.increment(ec)) {
-        // A link counts when what it names exists, as for fs::exists.
-        if (d->is_symlink(ec) && !fs::exists(d->path(), ec)) continue;
+        // A regular file, or a link to one: a directory, a FIFO or a
+        // dangling link where a file goes is no file.
+        if (!d->is_regular_file(ec)) continue;
         it->second.insert(d->path().filename().string());
       }
     }

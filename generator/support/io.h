@@ -12,7 +12,8 @@ namespace accgen {
 
 /// The bytes of `path`, or nullopt when it cannot be opened or is not a
 /// regular file (a FIFO, a device or a directory is never read: reading one
-/// could block or never end).
+/// could block or never end). A file larger than kMaxInputBytes is not
+/// read: AccgenError (exit 3) names it.
 std::optional<std::string> readFile(const std::string& path);
 
 /// The outcome of reading an input file (a spec, the lock) with
@@ -35,7 +36,8 @@ inline constexpr std::size_t kMaxInputBytes = 64u << 20;
 InputFile readInputFile(const std::string& path,
                         std::size_t max_bytes = kMaxInputBytes);
 
-/// The paths among `paths` (relative to `dir`, '/'-separated) that exist.
+/// The paths among `paths` (relative to `dir`, '/'-separated) that are
+/// regular files, or symbolic links to one.
 /// Each directory is listed once instead of every path being probed:
 /// thousands of user kernels live in one directory.
 std::set<std::string> existingFiles(const std::string& dir,

@@ -1,16 +1,10 @@
 // Safe writing of the generated tree: plan first, then write, then the
 // manifest last.
 //
-// Note [Writing new files]
 // Nothing is written before the whole tree is rendered and the plan is
-// made, so a refusal or an error while rendering leaves the disk as it was.
-// A file that replaces one on disk is written to a temporary file and
-// renamed over it: the old bytes stay whole until the new ones are. A file
-// that does not exist yet has no old bytes to keep, so it is written in
-// place, and a write that fails removes it: either way no file is ever left
-// half-written by an error. A new tree (a clean generate, thousands of user
-// kernel starters) thus costs one create and one write a file, not a
-// temporary file and a rename besides. Each directory is created once.
+// made, and then a run's writes are one transaction (Note [A run's writes
+// are one transaction]): a refusal, an error while rendering or a failed
+// write leaves the disk as it was. Each directory is created once.
 #include "generator/write/writer.h"
 #include "generator/support/io.h"
 
@@ -25,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <ranges>
 #include <set>
 #include <sstream>
 
@@ -46,10 +41,13 @@ constexpr std::uintmax_t kMaxOutputBytes = std::uintmax_t{64} << 20;
 // marker that equals no generated content and hashes to no recorded hash,
 // so such a file counts as edited by hand (kept, unless --force), and a
 // manifest or journal of that size as unreadable, without reading it.
-constexpr std::string_view kOversized = "\0accgen: a file too large to read\0";
+constexpr char kOversizedBytes[] = "\0accgen: a file too large to read\0";
+constexpr std::string_view kOversized(kOversizedBytes,
+                                      sizeof kOversizedBytes - 1);
 
-/// A file of the output tree, read within kMaxOutputBytes (readFile: only
-/// a regular file is read).
+/// A file at a generated path, read within kMaxOutputBytes (readFile: only
+/// a regular file is read). The records (the manifest, the journal) are
+/// read with readFile, which refuses one past the bound.
 std::optional<std::string> readOutput(const std::string& path) {
   std::error_code ec;
   const std::uintmax_t size = fs::file_size(path, ec);
@@ -139,20 +137,33 @@ class Directories {
     }
   }
 
+  /// Creates the directory of `path` and those above it that are missing,
+  /// remembering each it creates (created()).
   void ensureParent(const std::string& path) {
     const std::size_t slash = path.rfind('/');
     if (slash == std::string::npos || slash == 0) return;
     std::string dir = path.substr(0, slash);
     if (!made_.insert(dir).second) return;
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) {
-      throw AccgenError(ExitCode::kFileSystem, dir +
-                                                   ": error: cannot create "
-                                                   "directory: " +
-                                                   ec.message());
+    std::vector<std::string> missing;
+    for (std::string d = dir; !d.empty();) {
+      struct stat st {};
+      if (::lstat(d.c_str(), &st) == 0) break;
+      missing.push_back(d);
+      const std::size_t up = d.rfind('/');
+      d = up == std::string::npos || up == 0 ? "" : d.substr(0, up);
+    }
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+      if (::mkdir(it->c_str(), 0777) != 0 && errno != EEXIST) {
+        throw AccgenError(
+            ExitCode::kFileSystem,
+            *it + ": error: cannot create directory: " + std::strerror(errno));
+      }
+      created_.push_back(*it);
     }
   }
+
+  /// The directories ensureParent created, in the order it created them.
+  const std::vector<std::string>& created() const { return created_; }
 
  private:
   [[noreturn]] static void refuse(const std::string& path,
@@ -167,6 +178,7 @@ class Directories {
   fs::path root_;
   std::set<std::string> checked_;
   std::set<std::string> made_;
+  std::vector<std::string> created_;
 };
 
 /// Writes `content` to `path` in full or removes it: a failed write leaves
@@ -196,31 +208,90 @@ bool writeWhole(const std::string& path, const std::string& content) {
 
 constexpr const char* kTempSuffix = ".accgen-tmp";
 
-/// Replaces the file at `path` through a temporary file and a rename, so
-/// that the old bytes stay whole until the new ones are.
-void writeAtomically(const std::string& path, const std::string& content) {
-  const std::string tmp = path + kTempSuffix;
-  ::unlink(tmp.c_str());  // a stray one from an interrupted run, or a link
-  if (!writeWhole(tmp, content)) {
-    throw AccgenError(ExitCode::kFileSystem,
-                      tmp + ": error: cannot write: it keeps coming back");
+/// Refuses, before anything is written, a path the run writes that holds
+/// something a file cannot replace: a directory (exit 6, as the rename
+/// would fail), or a FIFO, a device or a socket (exit 3: never opened,
+/// never replaced). A regular file or a symbolic link is replaced.
+void checkReplaceable(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode) ||
+      S_ISLNK(st.st_mode)) {
+    return;
   }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    // The rename's reason, before the clean-up's result replaces it.
-    const std::string reason = ec.message();
-    fs::remove(tmp, ec);
+  if (S_ISDIR(st.st_mode)) {
     throw AccgenError(ExitCode::kFileSystem,
-                      path + ": error: cannot replace it: " + reason);
+                      path +
+                          ": error: cannot replace it: Is a directory\n"
+                          "note: nothing was written");
   }
+  const char* kind = S_ISFIFO(st.st_mode)   ? "a FIFO"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                                            : "a device";
+  throw AccgenError(ExitCode::kInvalidInput,
+                    path + ": error: expected a file, found " + kind +
+                        "\nnote: nothing was written; remove it, or move it "
+                        "out of the output directory");
 }
 
-/// Writes a file that was not there when the run was planned; something
-/// that appeared since (a dangling link) is replaced, never followed.
-void writeNew(const std::string& path, const std::string& content) {
-  if (!writeWhole(path, content)) writeAtomically(path, content);
-}
+/// Note [A run's writes are one transaction]
+/// Every check that can refuse a run runs before its first write (Note
+/// [The output tree is a boundary], checkReplaceable). Then the journal is
+/// written (Note [Interrupted runs]), then the bytes of every file the run
+/// writes, the manifest last, each into a temporary file beside it; only
+/// when all of them are whole are they renamed into place and the stale
+/// files removed. A failure before the renames (no space, no permission)
+/// removes the temporary files and the directories the run made and puts
+/// the journal back as it was: the tree is byte for byte as the run found
+/// it. A failure among the renames, which the checks make all but
+/// impossible, leaves the journal, and the next run finishes the work. No
+/// file is ever half-written, new or replaced, so a file on disk is either
+/// what a run wrote in full or not accgen's.
+class Transaction {
+ public:
+  explicit Transaction(Directories& dirs) : dirs_(dirs) {}
+
+  /// The bytes of `path`, staged in its temporary file.
+  void stage(const std::string& path, const std::string& content) {
+    const std::string tmp = path + kTempSuffix;
+    dirs_.ensureParent(path);
+    ::unlink(tmp.c_str());  // a stray one from an interrupted run, or a link
+    if (!writeWhole(tmp, content)) {
+      throw AccgenError(ExitCode::kFileSystem,
+                        tmp +
+                            ": error: cannot write: something else is "
+                            "there\nnote: nothing was written");
+    }
+    staged_.push_back(path);
+  }
+
+  /// Puts every staged file in place, in the order staged.
+  void commit() {
+    for (std::size_t i = 0; i < staged_.size(); ++i) {
+      const std::string& path = staged_[i];
+      if (::rename((path + kTempSuffix).c_str(), path.c_str()) != 0) {
+        const std::string reason = std::strerror(errno);
+        for (std::size_t k = i; k < staged_.size(); ++k)
+          ::unlink((staged_[k] + kTempSuffix).c_str());
+        staged_.clear();
+        throw AccgenError(ExitCode::kFileSystem,
+                          path + ": error: cannot replace it: " + reason);
+      }
+    }
+    staged_.clear();
+  }
+
+  /// Removes the temporary files stage() wrote (the run removes the
+  /// directories it made, once every transaction is rolled back).
+  void rollBack() {
+    for (const auto& path : staged_)
+      ::unlink((path + kTempSuffix).c_str());
+    staged_.clear();
+  }
+
+ private:
+  Directories& dirs_;
+  std::vector<std::string> staged_;
+};
 
 std::string hashOf(const nlohmann::json& entry) {
   if (!entry.is_object()) return "";
@@ -240,19 +311,18 @@ std::string hashOf(const nlohmann::json& entry) {
 /// Note [Interrupted runs]
 /// A run writes a journal, `accgen-manifest.json.pending`, before it
 /// touches any file: the hash of every generated file it is about to write
-/// and the paths it creates in place. The manifest is written last and the
-/// journal removed after it. A run killed in between leaves the journal,
-/// and the next run takes a file as its own when its bytes match the old
-/// manifest or the journal, or when the journal says the killed run was
-/// creating it and its bytes begin what this run writes there (a
-/// half-written new file; a forged entry cannot take a file a person
-/// wrote). A user kernel the killed run was
-/// creating is made again when its bytes are a beginning of the starter
-/// (an empty file included); one a person edited is kept. Temporary files
-/// of the journal's paths are removed. The fast path does not run while a
-/// journal is there. The journal's entries are checked like the manifest's.
+/// and the paths it creates. The manifest is written last and the journal
+/// removed after it. A run killed in between leaves the journal, and the
+/// next run takes a file as its own only when its bytes are what the old
+/// manifest or the journal says accgen wrote there (their hash): every
+/// file is put in place whole (Note [A run's writes are one transaction]),
+/// so no other bytes can be a killed run's. A forged entry thus takes no
+/// file a person wrote or edited. Temporary files of the journal's paths
+/// are removed. The fast path does not run while a journal is there. The
+/// journal's entries are checked like the manifest's.
 struct Journal {
   bool present = false;
+  std::string text;  ///< its bytes, put back when a run fails
   std::map<std::string, std::set<std::string>> hashes;
   std::set<std::string> created;
 };
@@ -260,9 +330,11 @@ struct Journal {
 Journal loadJournal(const fs::path& out) {
   Journal journal;
   const fs::path file = out / kJournalName;
-  auto text = readOutput(file.string());
+  checkReplaceable(file.string());
+  auto text = readFile(file.string());
   if (!text) return journal;
   journal.present = true;
+  journal.text = *text;
   // A journal cut short was being written when the run was killed: no file
   // had been touched yet.
   auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
@@ -298,7 +370,8 @@ struct Manifest {
 /// manifest cut short is taken as none.
 Manifest loadManifest(const fs::path& out, bool interrupted = false) {
   Manifest manifest;
-  auto text = readOutput((out / kManifestName).string());
+  checkReplaceable((out / kManifestName).string());
+  auto text = readFile((out / kManifestName).string());
   if (!text) return manifest;
   auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (interrupted &&
@@ -467,15 +540,8 @@ WriteReport writeTree(const std::string& out_dir,
     never_ours.check(out / kJournalName, path);
   for (const auto& path : journal.created)
     never_ours.check(out / kJournalName, path);
-  // Ours: what the last complete run wrote, or what a killed run was
-  // writing. The journal's word that a killed run was creating a file
-  // counts only for bytes that begin what this run writes there (`now`):
-  // a forged entry cannot take a file a person wrote.
-  auto ours = [&](const std::string& path, const std::string& bytes,
-                  const std::string* now) {
-    if (now && journal.created.count(path) && now->starts_with(bytes)) {
-      return true;
-    }
+  // Ours: what the last complete run or a killed one wrote there, in full.
+  auto ours = [&](const std::string& path, const std::string& bytes) {
     const std::string hash = contentHash(bytes);
     auto it = old_hashes.find(path);
     if (it != old_hashes.end() && it->second == hash) return true;
@@ -498,11 +564,7 @@ WriteReport writeTree(const std::string& out_dir,
     std::optional<std::string> on_disk;
     if (existing.count(f.path)) on_disk = readOutput(under(out_dir, f.path));
     if (f.user_owned) {
-      // A starter a killed run left half-written is made again.
-      const bool cut_short = on_disk && journal.created.count(f.path) &&
-                             *on_disk != f.content &&
-                             f.content.starts_with(*on_disk);
-      if (on_disk && !cut_short) {
+      if (on_disk) {
         report.kept_user.push_back(f.path);
       } else {
         report.created_user.push_back(f.path);
@@ -514,7 +576,7 @@ WriteReport writeTree(const std::string& out_dir,
       report.unchanged.push_back(f.path);
       continue;
     }
-    if (on_disk && !ours(f.path, *on_disk, &f.content) && !options.force) {
+    if (on_disk && !ours(f.path, *on_disk) && !options.force) {
       report.edited.push_back(f.path);
       continue;
     }
@@ -532,7 +594,7 @@ WriteReport writeTree(const std::string& out_dir,
     if (produced.count(path)) continue;
     auto on_disk = readOutput((out / path).string());
     if (!on_disk) continue;
-    if (!ours(path, *on_disk, nullptr) && !options.force) {
+    if (!ours(path, *on_disk) && !options.force) {
       report.edited.push_back(path);
       continue;
     }
@@ -545,75 +607,83 @@ WriteReport writeTree(const std::string& out_dir,
     return report;
   }
 
-  // Note [The output tree is a boundary]: every directory is checked
-  // before the first write.
+  // Note [The output tree is a boundary], Note [A run's writes are one
+  // transaction]: every check before the first write.
   Directories dirs(out_dir);
-  for (const auto& [f, replaces] : to_write)
+  for (const auto& [f, replaces] : to_write) {
     dirs.check(f->path);
+    checkReplaceable(under(out_dir, f->path));
+    checkReplaceable(under(out_dir, f->path) + kTempSuffix);
+  }
   for (const auto& path : stale)
     dirs.check(path);
   // The temporary files of the journal's paths are removed below.
   for (const auto& [path, hashes] : journal.hashes)
     dirs.check(path);
-
-  // Note [Interrupted runs]: the journal first, with what a killed earlier
-  // run was writing.
+  for (const auto& path : journal.created)
+    dirs.check(path);
   const std::string journal_path = under(out_dir, kJournalName);
-  if (!to_write.empty() || !stale.empty() || journal.present) {
-    nlohmann::json j;
-    nlohmann::json hashes = nlohmann::json::object();
-    for (const auto& [path, list] : journal.hashes) {
-      for (const auto& h : list)
-        hashes[path].push_back(h);
-    }
-    std::set<std::string> created = journal.created;
-    for (const auto& [f, replaces] : to_write) {
-      if (!f->user_owned) hashes[f->path].push_back(contentHash(f->content));
-      if (!replaces) created.insert(f->path);
-    }
-    j["files"] = std::move(hashes);
-    j["created"] = created;
-    dirs.ensureParent(journal_path);
-    if (journal.present) {
-      writeAtomically(journal_path, j.dump() + "\n");
-    } else {
-      writeNew(journal_path, j.dump() + "\n");
-    }
+  const std::string manifest_path = under(out_dir, kManifestName);
+  const std::string manifest = manifestText(files, options.manifest_extra);
+  const bool new_manifest = readFile(manifest_path) != manifest;
+  if (to_write.empty() && stale.empty() && !journal.present && !new_manifest) {
+    return report;
+  }
+  checkReplaceable(journal_path + kTempSuffix);
+  checkReplaceable(manifest_path + kTempSuffix);
+
+  // The journal first, with what a killed earlier run was writing.
+  nlohmann::json hashes = nlohmann::json::object();
+  for (const auto& [path, list] : journal.hashes) {
+    for (const auto& h : list)
+      hashes[path].push_back(h);
+  }
+  std::set<std::string> created = journal.created;
+  for (const auto& [f, replaces] : to_write) {
+    if (!f->user_owned) hashes[f->path].push_back(contentHash(f->content));
+    if (!replaces) created.insert(f->path);
+  }
+  nlohmann::json j;
+  j["files"] = std::move(hashes);
+  j["created"] = created;
+  Transaction journal_write(dirs), files_write(dirs), manifest_write(dirs);
+  bool journal_written = false;
+  try {
+    journal_write.stage(journal_path, j.dump() + "\n");
+    journal_write.commit();
+    journal_written = true;
     // Temporary files a killed run left.
     for (const auto& [path, list] : journal.hashes)
       ::unlink((under(out_dir, path) + kTempSuffix).c_str());
-  }
-
-  // Note [Writing new files].
-  for (const auto& [f, replaces] : to_write) {
-    const std::string path = under(out_dir, f->path);
-    dirs.ensureParent(path);
-    if (replaces) {
-      writeAtomically(path, f->content);
-    } else {
-      writeNew(path, f->content);
+    for (const auto& path : journal.created)
+      ::unlink((under(out_dir, path) + kTempSuffix).c_str());
+    for (const auto& [f, replaces] : to_write)
+      files_write.stage(under(out_dir, f->path), f->content);
+    if (new_manifest) manifest_write.stage(manifest_path, manifest);
+  } catch (...) {
+    journal_write.rollBack();
+    files_write.rollBack();
+    manifest_write.rollBack();
+    if (journal_written && journal.present) {
+      Transaction restore(dirs);
+      restore.stage(journal_path, journal.text);
+      restore.commit();
+    } else if (journal_written) {
+      ::unlink(journal_path.c_str());
     }
+    for (const auto& dir : dirs.created() | std::views::reverse)
+      ::rmdir(dir.c_str());
+    throw;
   }
+  files_write.commit();
   for (const auto& path : stale) {
     std::error_code ec;
     fs::remove(out / path, ec);
     pruneEmptyDirs((out / path).parent_path(), out);
     report.removed.push_back(path);
   }
-  std::string manifest = manifestText(files, options.manifest_extra);
-  const std::string manifest_path = under(out_dir, kManifestName);
-  auto old_manifest = readOutput(manifest_path);
-  if (old_manifest != manifest) {
-    dirs.ensureParent(manifest_path);
-    if (old_manifest) {
-      writeAtomically(manifest_path, manifest);
-    } else {
-      writeNew(manifest_path, manifest);
-    }
-  }
-  if (journal.present || !to_write.empty() || !stale.empty()) {
-    ::unlink(journal_path.c_str());
-  }
+  manifest_write.commit();
+  ::unlink(journal_path.c_str());
   return report;
 }
 
