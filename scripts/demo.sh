@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The main job, from a fresh machine: installs what is missing, builds and
-# installs accgen (with the emulator), scaffolds a backend with `accgen init`,
-# builds and installs it, and runs a short demo on the device.
+# The main job, from a fresh machine: installs what is missing, builds
+# accgen's wheel and installs it with pip into a venv, scaffolds a backend
+# with `accgen init`, builds and installs it with `pip install`, and runs a
+# short demo on the device.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -13,34 +14,33 @@ export CCACHE_BASEDIR=$ROOT
 bash scripts/bootstrap.sh
 
 # --8<-- [start:demo-build-accgen]
-echo "== build and install accgen into build/install"
-cmake --preset default >/dev/null
-cmake --build --preset default -j2 --target accgen accgen_emulator accgen_remote
-cmake --install build --prefix build/install >/dev/null
-ACCGEN=$ROOT/build/install/bin/accgen
+# The path a user takes: accgen's wheel, installed with pip into an
+# environment of its own; the backend built with `pip install`, pip bringing
+# accgen (from the wheel's directory) and torch into an isolated build.
+echo "== build accgen's wheel into $WORK/wheels"
+rm -rf "$WORK/wheels" "$WORK/venv"
+mkdir -p "$WORK"
+"$PY" -m pip wheel -q --no-build-isolation --no-deps -w "$WORK/wheels" "$ROOT"
+echo "== pip install accgen into $WORK/venv"
+"$PY" -m venv "$WORK/venv"
+"$WORK/venv/bin/python" -m pip install -q --no-index --no-deps "$WORK"/wheels/accgen-*.whl
+export PATH=$WORK/venv/bin:$PATH
 # --8<-- [end:demo-build-accgen]
 
 # --8<-- [start:demo-init]
 echo "== accgen init $NAME"
 rm -rf "$WORK/$NAME"
-mkdir -p "$WORK"
-(cd "$WORK" && "$ACCGEN" init "$NAME")
+(cd "$WORK" && accgen init "$NAME")
 
 echo "== accgen generate (a no-op right after init)"
-(cd "$WORK/$NAME" && "$ACCGEN" generate)
+(cd "$WORK/$NAME" && accgen generate)
 # --8<-- [end:demo-init]
 
-# PyTorch takes one PrivateUse1 backend per process, and `import torch`
-# loads every installed backend: the demo's backend goes into a directory of
-# its own (build/demo/site) so that it never meets another one installed in
-# this Python, and the demo imports it explicitly. A plain
-# `pip install --no-build-isolation DIR` is what a backend's users run.
 # --8<-- [start:demo-install]
-echo "== build and install torch_$NAME into $WORK/site"
+echo "== pip install $NAME (build isolation) into $WORK/site"
 rm -rf "$WORK/site"
-export PATH=$ROOT/build/install/bin:$PATH
-"$PY" -m pip install -q --no-deps --no-build-isolation --target "$WORK/site" \
-  "$WORK/$NAME"
+"$WORK/venv/bin/python" -m pip install -q --no-deps --find-links "$WORK/wheels" \
+  --target "$WORK/site" "$WORK/$NAME"
 # --8<-- [end:demo-install]
 
 echo "== demo"

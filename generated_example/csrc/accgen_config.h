@@ -15,6 +15,12 @@
 #define ACCGEN_AUTOCAST 1
 #define ACCGEN_HOST_COPIES 0
 
+// What the backend was generated for: the torch release specs/accgen.lock
+// records and the accgen that generated it. accgen_add_backend refuses, at
+// configure time, a torch of another release and an older accgen.
+#define ACCGEN_TORCH_RELEASE "2.13.0"
+#define ACCGEN_GENERATED_BY "0.1.0"
+
 // What runs CPU code over device memory (Note [Host access] in accgen's
 // runtime/src/Driver.cpp): the `stub` entries, refused where the host cannot
 // address device memory; the `emulate` entries and the emulate fallback,

@@ -46,6 +46,15 @@ void writeNew(const fs::path& path, const std::string& content) {
   }
 }
 
+/// Whether this accgen runs from the accgen wheel (pyproject.toml): its
+/// install prefix is the Python package's directory.
+bool installedAsWheel() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return !ec && fs::is_regular_file(
+                    exe.parent_path().parent_path() / "__init__.py", ec);
+}
+
 std::string initTorchVersion(const SchemaLocation& where) {
   if (where.arg.empty()) return where.torch->install.version;
   return upgrade::loadSchemaSource(where.arg, "").torch_version;
@@ -79,10 +88,9 @@ int runInit(const InitOptions& options, std::ostream& out, std::ostream& err) {
   const std::string plain_version =
       torch_version.substr(0, torch_version.find('+'));
   const nlohmann::json context = {
-      {"device", options.name},
-      {"package", "torch_" + options.name},
-      {"namespace", options.name},
-      {"torch_version", plain_version},
+      {"device", options.name},           {"package", "torch_" + options.name},
+      {"namespace", options.name},        {"torch_version", plain_version},
+      {"accgen_version", ACCGEN_VERSION},
   };
 
   // Build the whole project beside its final place, then rename it in.
@@ -116,8 +124,12 @@ int runInit(const InitOptions& options, std::ostream& out, std::ostream& err) {
         << report.created_user.size()
         << (report.created_user.size() == 1 ? " file" : " files")
         << " of yours (kernels/, tuning.cpp)\n"
-        // CMake finds accgen's package from the bin/ of this accgen on PATH.
-        << "next: pip install --no-build-isolation " << dir.string() << "\n";
+        << "next: pip install "
+        // Installed as the accgen wheel, pip brings accgen and torch into
+        // the build; built from source, CMake finds accgen's package from
+        // the bin/ of this accgen on PATH, in the current environment.
+        << (installedAsWheel() ? "" : "--no-build-isolation ") << dir.string()
+        << "\n";
   } catch (...) {
     std::error_code ec;
     fs::remove_all(staging, ec);

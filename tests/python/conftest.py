@@ -141,6 +141,17 @@ def autocast(mod):
 
 
 @pytest.fixture(scope="session")
+def accgen_wheel(tmp_path_factory):
+    """accgen's wheel (pyproject.toml at the repository's root), built once
+    per test run, and a fresh venv with it installed and nothing else
+    (wheel_build.py): (the venv, the directory holding the wheel)."""
+    from wheel_build import build_accgen_wheel
+
+    venv = _built_once(tmp_path_factory, "accgen-wheel", build_accgen_wheel)
+    return venv, venv.parent / "wheels"
+
+
+@pytest.fixture(scope="session")
 def second_backend(tmp_path_factory):
     """An `accgen init second` backend, built once per test run and shared by
     the test workers (init_backend.py): the first worker to ask builds it

@@ -1,17 +1,14 @@
 """The `fallback: error` policy, on a second backend generated for this test.
 
 A small spec (the builtins, a few emulated operators, a per-operator CPU
-fallback) with `fallback: error` is generated with the accgen binary, built
-and installed into a directory of its own, and driven in subprocesses with
-autoload off (one PrivateUse1 backend per process; the example backend is
-the installed one). It checks that an unlisted operator raises an error
+fallback) with `fallback: error` is generated with accgen's wheel, built
+with build isolation as a vendor builds it from the wheel alone, installed
+into a directory of its own, and driven in subprocesses with autoload off
+(one PrivateUse1 backend per process; the example backend is the
+installed one). It checks that an unlisted operator raises an error
 naming the operator, the device and what to do, that the listed ones and
 the per-operator fallback work, and that creating, printing and copying
 tensors still works (Note [Operators the error policy keeps]).
-
-Needs ACCGEN_BIN (the accgen executable) and ACCGEN_PREFIX (where
-find_package(accgen) finds the emulator: a build tree or install prefix);
-scripts/test.sh sets both.
 """
 import os
 import pathlib
@@ -21,14 +18,10 @@ import textwrap
 
 import pytest
 
-from init_backend import ACCGEN, PREFIX, TEST_ONLY_BUILD, run
+from init_backend import TEST_ONLY_BUILD
+from wheel_build import clean_env, run
 
 _REPO = pathlib.Path(__file__).resolve().parents[2]
-
-pytestmark = pytest.mark.skipif(
-    not ACCGEN or not PREFIX,
-    reason="set ACCGEN_BIN and ACCGEN_PREFIX (scripts/test.sh does) to build "
-    "a backend with the error policy")
 
 DEVICE = "strict"
 
@@ -63,18 +56,26 @@ OPERATORS = """operators:
 
 
 @pytest.fixture(scope="module")
-def strict_backend(tmp_path_factory):
+def strict_backend(tmp_path_factory, accgen_wheel):
+    # Generated and built as a vendor does from accgen's wheel alone:
+    # `accgen generate` from the venv holding the wheel, then `pip install`
+    # with build isolation, pip bringing scikit-build-core, accgen (from
+    # the wheel's directory) and the torch release the lock records into
+    # the build; no other accgen in reach.
+    venv, wheels = accgen_wheel
     work = tmp_path_factory.mktemp("strict")
     specs = work / "specs"
     specs.mkdir()
     (specs / "backend.yaml").write_text(BACKEND)
     (specs / "operators.yaml").write_text(OPERATORS)
     project = work / "project"
-    run([ACCGEN, "generate", "--specs", str(specs), "--out", str(project)])
+    env = clean_env(venv, **TEST_ONLY_BUILD)
+    run(["accgen", "generate", "--specs", str(specs), "--out", str(project)],
+        env=env)
     site = work / "site"
-    env = dict(os.environ, CMAKE_PREFIX_PATH=PREFIX, **TEST_ONLY_BUILD)
-    run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation",
-         "--no-deps", "--target", str(site), str(project)], env=env, timeout=3600)
+    run([venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps",
+         "--find-links", str(wheels), "--target", str(site), str(project)],
+        env=env, timeout=3600)
     return site
 
 
