@@ -22,7 +22,8 @@ rm -rf "$WORK/wheels" "$WORK/venv"
 mkdir -p "$WORK"
 "$PY" -m pip wheel -q --no-build-isolation --no-deps -w "$WORK/wheels" "$ROOT"
 echo "== pip install accgen into $WORK/venv"
-"$PY" -m venv "$WORK/venv"
+# Over this Python's packages: accgen reads the installed torch's schemas.
+"$PY" -m venv --system-site-packages "$WORK/venv"
 "$WORK/venv/bin/python" -m pip install -q --no-index --no-deps "$WORK"/wheels/accgen-*.whl
 export PATH=$WORK/venv/bin:$PATH
 # --8<-- [end:demo-build-accgen]
