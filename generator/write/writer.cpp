@@ -254,8 +254,10 @@ class Transaction {
   void stage(const std::string& path, const std::string& content) {
     const std::string tmp = path + kTempSuffix;
     dirs_.ensureParent(path);
-    ::unlink(tmp.c_str());  // a stray one from an interrupted run, or a link
-    if (!writeWhole(tmp, content)) {
+    // A stray one from an interrupted run, or a link, is removed first; a
+    // clean run finds none and pays no extra call.
+    if (!writeWhole(tmp, content) &&
+        (::unlink(tmp.c_str()) != 0 || !writeWhole(tmp, content))) {
       throw AccgenError(ExitCode::kFileSystem,
                         tmp +
                             ": error: cannot write: something else is "

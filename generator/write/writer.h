@@ -4,8 +4,9 @@
 // run (write, keep, create user file, remove stale, refuse) before touching
 // the disk, so a refusal or an error leaves the tree as it was. Files whose
 // bytes did not change are not written (their mtimes stay and a rebuild
-// compiles nothing); a changed file goes through a temporary file and a
-// rename, a new one is written in place (Note [Writing new files]).
+// compiles nothing); every file written goes through a temporary file and
+// a rename, all of them staged before any is renamed (Note [A run's writes
+// are one transaction]).
 // A manifest in the output directory records every generated file with its
 // hash; it is how the writer tells its own files from hand edits and which
 // files became stale.
