@@ -16,8 +16,6 @@
 
 namespace accgen {
 
-namespace {
-
 const char* fileKind(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
   if (S_ISFIFO(mode)) return "a FIFO";
@@ -25,6 +23,8 @@ const char* fileKind(mode_t mode) {
   if (S_ISSOCK(mode)) return "a socket";
   return "not a regular file";
 }
+
+namespace {
 
 std::string tooLarge(std::uintmax_t size, std::size_t max_bytes) {
   return "file too large: " +

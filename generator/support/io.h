@@ -2,6 +2,8 @@
 // shell command for its output (how accgen asks Python about torch).
 #pragma once
 
+#include <sys/types.h>
+
 #include <optional>
 #include <set>
 #include <string>
@@ -15,6 +17,10 @@ namespace accgen {
 /// could block or never end). A file larger than kMaxInputBytes is not
 /// read: AccgenError (exit 3) names it.
 std::optional<std::string> readFile(const std::string& path);
+
+/// What a file of mode `mode` (stat's st_mode) is, for a message: "a
+/// directory", "a FIFO", "a device", "a socket".
+const char* fileKind(mode_t mode);
 
 /// The outcome of reading an input file (a spec, the lock) with
 /// readInputFile.

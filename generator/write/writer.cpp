@@ -224,11 +224,9 @@ void checkReplaceable(const std::string& path) {
                           ": error: cannot replace it: Is a directory\n"
                           "note: nothing was written");
   }
-  const char* kind = S_ISFIFO(st.st_mode)   ? "a FIFO"
-                     : S_ISSOCK(st.st_mode) ? "a socket"
-                                            : "a device";
   throw AccgenError(ExitCode::kInvalidInput,
-                    path + ": error: expected a file, found " + kind +
+                    path + ": error: expected a file, found " +
+                        fileKind(st.st_mode) +
                         "\nnote: nothing was written; remove it, or move it "
                         "out of the output directory");
 }
@@ -364,6 +362,7 @@ Journal loadJournal(const fs::path& out) {
 /// The old manifest: previously generated files with their hashes, and the
 /// user files it lists.
 struct Manifest {
+  std::optional<std::string> text;  ///< its bytes, when there is one
   std::map<std::string, std::string> hashes;
   std::set<std::string> user_files;
 };
@@ -373,7 +372,8 @@ struct Manifest {
 Manifest loadManifest(const fs::path& out, bool interrupted = false) {
   Manifest manifest;
   checkReplaceable((out / kManifestName).string());
-  auto text = readFile((out / kManifestName).string());
+  manifest.text = readFile((out / kManifestName).string());
+  const auto& text = manifest.text;
   if (!text) return manifest;
   auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (interrupted &&
@@ -627,7 +627,7 @@ WriteReport writeTree(const std::string& out_dir,
   const std::string journal_path = under(out_dir, kJournalName);
   const std::string manifest_path = under(out_dir, kManifestName);
   const std::string manifest = manifestText(files, options.manifest_extra);
-  const bool new_manifest = readFile(manifest_path) != manifest;
+  const bool new_manifest = old.text != manifest;
   if (to_write.empty() && stale.empty() && !journal.present && !new_manifest) {
     return report;
   }
