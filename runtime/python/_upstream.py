@@ -182,7 +182,10 @@ def _run_file(path: str, device: str, package: str, per_test: int,
             _RESULTS_ENV: results_path,
             _TIMEOUT_ENV: str(per_test),
         })
+        # --rootdir: node ids are relative to the file's directory whatever
+        # configuration file (a pyproject.toml, a pytest.ini) stands above it.
         command = [sys.executable, "-m", "pytest", path, "-q", "-p", "no:cacheprovider",
+                   f"--rootdir={os.path.dirname(path)}",
                    "-p", f"{package}._upstream", "-o", "addopts=", *extra]
         timed_out = False
         try:
