@@ -20,8 +20,11 @@ venv directory (its bin/python) with torch installed. ``--old-path`` and
 ``--new-path`` prepend a directory to that interpreter's PYTHONPATH, so that a
 torch outside its site-packages (the tests' fake ones) can be compared.
 
-Note [Which interfaces]: derived from the runtime's sources (``--runtime``,
-default: this repository's runtime/), so that the list cannot drift:
+Note [Which interfaces]
+~~~~~~~~~~~~~~~~~~~~~~
+The interfaces compared are derived from the runtime's sources
+(``--runtime``, default: this repository's runtime/), so that the list
+cannot drift:
 
 * C++: every base named in ``class|struct X [final] : public BASE`` in
   src/**.cpp, src/**.h and include/accgen/runtime/**.h, then their bases,

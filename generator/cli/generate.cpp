@@ -73,11 +73,12 @@ struct Rendered {
   upgrade::LockPlan lock;
 };
 
-// Note [Schema lock]: locked operators whose schemas changed stop the run
-// before anything is written, unless --update-lock accepts them. The lock
-// is planned while the backend renders; a refusal wins over any error
-// rendering found (the caller stops at lock.action == kRefuse, and `files`
-// is empty then).
+// Note [Schema lock]
+// ~~~~~~~~~~~~~~~~~~
+// Locked operators whose schemas changed stop the run before anything is
+// written, unless --update-lock accepts them. The lock is planned while
+// the backend renders; a refusal wins over any error rendering found (the
+// caller stops at lock.action == kRefuse, and `files` is empty then).
 Rendered renderLocked(const model::Backend& backend, const emit::RunInfo& run,
                       const GenerateOptions& o) {
   auto planned = std::async(std::launch::async, [&] {

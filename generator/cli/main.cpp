@@ -12,6 +12,7 @@
 
 int main(int argc, char** argv) {
   // Note [Allocator tuning]
+  // ~~~~~~~~~~~~~~~~~~~~~~~
   // A large run builds and frees hundreds of thousands of small objects
   // (the template data of thousands of kernels), half of them on the second
   // render thread. glibc keeps small freed chunks in "fast bins" and merges

@@ -108,6 +108,7 @@ model::Backend loadBackend(const std::string& specs_dir,
 }
 
 // Note [Parallel rendering]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
 // Filling templates is a large part of a large run (thousands of kernel
 // starters and wrappers). Files are independent, so a second thread renders
 // every other file (inTwoParts) through the same TemplateSet (each template

@@ -16,11 +16,15 @@ struct TorchFacts {
   schema::DispatchStubs dispatch_stubs;
 };
 
-/// findTorch() and findDispatchStubs(), remembered in
-/// $XDG_CACHE_HOME/accgen (default ~/.cache/accgen) per Python command and
-/// PATH. Note [Torch cache]: an entry is used only while torch/version.py
-/// and native_functions.yaml have the size and mtime it recorded, so a
-/// reinstalled or upgraded torch is noticed; ACCGEN_NO_CACHE=1 disables it.
+// Note [Torch cache]
+// ~~~~~~~~~~~~~~~~~~
+// What findTorch() and findDispatchStubs() find is remembered in
+// $XDG_CACHE_HOME/accgen (default ~/.cache/accgen) per Python command and
+// PATH. An entry is used only while torch/version.py and
+// native_functions.yaml have the size and mtime it recorded, so a
+// reinstalled or upgraded torch is noticed; ACCGEN_NO_CACHE=1 disables it.
+
+/// findTorch() and findDispatchStubs(), remembered (Note [Torch cache]).
 TorchFacts findTorchCached();
 
 }  // namespace accgen::cli

@@ -43,6 +43,7 @@ bool nameLess(std::string_view a, std::string_view b) {
 }
 
 // Note [CompositeImplicitAutograd next to other kernels]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // An entry such as matmul lists CompositeImplicitAutograd together with
 // NestedTensor kernels. The schema layer calls it composite only when the
 // CompositeImplicitAutograd keys are the only ones, but for PrivateUse1 the

@@ -1,6 +1,7 @@
 // Strict mustache rendering from JSON data.
 //
 // Note [Strict templates]
+// ~~~~~~~~~~~~~~~~~~~~~~~
 // A mustache renderer renders an undefined tag as nothing. A template that
 // names a key an emitter forgot would then emit silently wrong code, so
 // every lookup the data does not resolve is recorded; any miss turns the
@@ -8,6 +9,7 @@
 // emitter states every flag a template tests.
 //
 // Note [Rendering from JSON]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Templates are the mustache dialect of kainjow mustache, and render byte
 // for byte as kainjow renders them (render_test.cpp holds the two to that).
 // accgen parses each template once per TemplateSet into a small tree and

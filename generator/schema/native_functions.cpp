@@ -23,6 +23,7 @@ namespace accgen::schema {
 namespace {
 
 // Note [A dedicated scanner for native_functions.yaml]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // The node tree below is just rich enough for native_functions.yaml: a
 // scalar, a mapping (ordered, keys are scalars) or a sequence, each with the
 // 1-based line and column where it starts.

@@ -266,6 +266,7 @@ std::optional<CustomOpEntry> readCustom(YamlReader& r, const YAML::Node& item) {
 }
 
 // Note [Quick operators.yaml]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A backend that registers every operator lists thousands of entries in
 // operators.yaml, one a line: `- {op: add.Tensor, kind: kernel, group:
 // false}`. yaml-cpp and the checks above take 25 to 35 ms over the 1841

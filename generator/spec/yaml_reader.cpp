@@ -81,6 +81,7 @@ bool isPlain(const YAML::Node& node) {
 }
 
 // Note [Reading one document]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // yaml-cpp 0.7's LoadAll loops for ever, allocating as it goes, on a
 // document whose first token its parser cannot consume, such as a ',' that
 // starts a file (`,type:` for `dtype:`; upstream issue #1040): every pass

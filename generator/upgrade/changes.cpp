@@ -1,6 +1,7 @@
 // Classifying the difference between two schemas of one operator.
 //
 // Note [Matching arguments across releases]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Arguments are matched by name first. Among the ones left over, an old and
 // a new argument at the same position with the same type are one argument
 // renamed (`_cdist_backward(Tensor grad, ...)` became `(Tensor grad_output,

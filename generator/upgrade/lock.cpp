@@ -1,6 +1,7 @@
 // Building, rendering, parsing and comparing the schema lock.
 //
 // Note [What counts as drift]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A locked operator drifts when its schema changed in a way that needs
 // someone's attention (changes.h, classNeedsAction): a type, an argument, a
 // return, an alias annotation, a name or an order. Two changes do not stop
@@ -13,6 +14,7 @@
 // kernel body just the same, and the report says which file to change.
 //
 // Note [The torch version in the lock]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // The lock records the release without its local part: "2.13.0" for both
 // 2.13.0+cpu and 2.13.0+cu130. The builds of one release share their
 // schemas, and a lock that named the build would differ between a

@@ -2,6 +2,7 @@
 // parameter types with the signature the backend now expects.
 //
 // Note [Reading C++ without a compiler]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // This is not a C++ parser and does not try to be one. Comments, string
 // literals and preprocessor lines are blanked first (keeping every line and
 // column where it was); then each `<name>(` followed, after its matching

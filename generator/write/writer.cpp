@@ -63,6 +63,7 @@ std::string under(const std::string& dir, const std::string& rel) {
 }
 
 /// Note [The output tree is a boundary]
+/// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 /// Every path the writer writes or removes is checked to stay inside the
 /// output directory: manifest and journal entries must be relative paths
 /// without '.' or '..' parts (isTreePath), a directory on the way that is a
@@ -232,6 +233,7 @@ void checkReplaceable(const std::string& path) {
 }
 
 /// Note [A run's writes are one transaction]
+/// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 /// Every check that can refuse a run runs before its first write (Note
 /// [The output tree is a boundary], checkReplaceable). Then the journal is
 /// written (Note [Interrupted runs]), then the bytes of every file the run
@@ -309,6 +311,7 @@ std::string hashOf(const nlohmann::json& entry) {
 }
 
 /// Note [Interrupted runs]
+/// ~~~~~~~~~~~~~~~~~~~~~~~
 /// A run writes a journal, `accgen-manifest.json.pending`, before it
 /// touches any file: the hash of every generated file it is about to write
 /// and the paths it creates. The manifest is written last and the journal
@@ -401,6 +404,7 @@ Manifest loadManifest(const fs::path& out, bool interrupted = false) {
 }
 
 /// Note [Paths that are never accgen's]
+/// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 /// Whatever a manifest or a journal says, a run never removes, replaces or
 /// cleans the temporary file of: anything inside a `.git` directory, the
 /// user kernels (`kernels/`), a user file (this run's or one the manifest

@@ -68,15 +68,21 @@ WriteReport writeTree(const std::string& out_dir,
 std::string manifestText(const std::vector<RenderedFile>& files,
                          const nlohmann::json& extra);
 
-/// Note [Input fingerprint]: the inputs of a run are the specs, the user
-/// kernels, the schemas, the templates and accgen itself (its version and
-/// the hash of its executable). When the manifest in `out_dir` records
-/// `inputs` and every generated file it lists still has its hash (and every
-/// user file exists), a regeneration from the same inputs would write
-/// nothing; returns that run's report then (everything unchanged or kept),
-/// else nullopt. The recorded `inputs` are those the run leaves behind: a
-/// run that writes the lock or creates user kernels fingerprints them as
-/// written (inputsAfterWriting in generator/cli/generate.cpp).
+// Note [Input fingerprint]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// The inputs of a run are the specs, the user kernels, the schemas, the
+// templates and accgen itself (its version and the hash of its executable).
+// When the manifest records the inputs' fingerprint and every generated
+// file it lists still has its hash (and every user file exists), a
+// regeneration from the same inputs would write nothing. The recorded
+// fingerprint is that of the inputs the run leaves behind: a run that
+// writes the lock or creates user kernels fingerprints them as written
+// (inputsAfterWriting in generator/cli/generate.cpp).
+
+/// When the manifest in `out_dir` records `inputs` and every file it lists
+/// is as it records (Note [Input fingerprint]), the report of a run from
+/// those inputs, which would write nothing (everything unchanged or kept);
+/// else nullopt.
 std::optional<WriteReport> currentTree(const std::string& out_dir,
                                        const std::string& inputs);
 

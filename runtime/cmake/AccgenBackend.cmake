@@ -38,6 +38,7 @@
 # --8<-- [end:add-backend-usage]
 #
 # Note [Runtime shipped as sources]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # The runtime is the same for every backend, but it is compiled into each
 # backend rather than shipped as a prebuilt library: a backend builds
 # against the torch of its own environment, and torch has no stable C++
@@ -222,6 +223,7 @@ function(_accgen_refuse_host_code name driver config_dir)
 endfunction()
 
 # Note [Direct calls within the backend]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # A shared library's own functions are called through its PLT and may be
 # interposed by another library's of the same name, by default; and its
 # calls into torch go through a PLT stub each. Every operator on the device
@@ -372,6 +374,7 @@ function(accgen_add_backend name)
 endfunction()
 
 # Note [Unity batches]
+# ~~~~~~~~~~~~~~~~~~~~
 # Most of a generated registration file's compile time is torch's headers:
 # autocast_mode.h alone includes all of ATen, and each emulated shard reads
 # the meta headers of its operators. Compiling the generated files in

@@ -51,6 +51,7 @@ std::atomic<bool> g_initialized{false};
 std::atomic<bool> g_in_bad_fork{false};
 
 // Note [Fork]
+// ~~~~~~~~~~~
 // As with CUDA, only a child of a process that initialized the device
 // (_lazy_init, run by torch before the first device tensor) may not use it:
 // the driver's worker threads do not survive fork(). import, device_count()
@@ -254,6 +255,7 @@ class FallbackRoute {
 };
 
 // Note [Compiled kernels on the device]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // torch.compile lowers a device graph with Inductor's C++ code generation
 // (the emulated device's memory is host memory), and its Python wrapper
 // calls each compiled kernel through here (runtime/python/_compile.py)

@@ -261,6 +261,7 @@ def get_raw_stream(device_index: int) -> int:
 
 # --8<-- [start:torch-workarounds-note]
 # Note [Inductor on a PrivateUse1 device]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # Two places of Inductor assume that a device other than the CPU, MPS, XPU or
 # TPU generates Triton code, which breaks C++ code generation for any other
 # device: in torch 2.13, 2.14 and 2.15 alike. Each workaround below is a
@@ -454,8 +455,9 @@ def register() -> None:
 def install() -> None:
     """Registers the device with Dynamo and Inductor as they load.
 
-    Note [Registering with torch.compile lazily]: Dynamo and Inductor take
-    seconds to import, which `import torch` must not pay for a device. So
+    Note [Registering with torch.compile lazily]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    Dynamo and Inductor take seconds to import, which `import torch` must not pay for a device. So
     each registration happens when the module it needs has loaded: now if
     it is loaded, else through a one-time import hook. Dynamo's device
     interface is registered as torch._dynamo.device_interface loads.

@@ -614,7 +614,8 @@ def fallback_counts() -> dict[str, dict[str, int]]:
 def structured_loop_counts() -> dict[str, int]:
     """The emulated operators that ran ATen's CPU loop directly on the
     device tensors in this process, and how often: {"aten::mul.Tensor": 12}
-    (docs/operators.md, "Structured loops on the device")."""
+    (Note [Structured loops on the device] in runtime/src/emulate/Loops.cpp;
+    rule 0 of docs/operators.md, "How an emulated operator runs")."""
     return dict(sorted(_C._structured_loop_counts().items()))
 
 
@@ -722,6 +723,7 @@ def _register_distributed() -> None:
 
 def _gloo_reaches_the_device(dist: ModuleType, name: str) -> None:
     # Note [Gloo on device tensors]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
     # init_process_group("gloo") gives the group a backend for each device
     # type of Backend.backend_capability["gloo"], which torch fixes to cpu
     # and cuda (BackendConfig in distributed_c10d.py): a collective on a
@@ -751,6 +753,7 @@ def _gloo_reaches_the_device(dist: ModuleType, name: str) -> None:
 
 def _default_group_type_is_the_plugin(dist: ModuleType) -> None:
     # Note [The default backend of a group in torch 2.13]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
     # For init_process_group() without a backend, torch 2.13's
     # _new_process_group_helper sets the group's default backend type to
     # GLOO unless NCCL is among its backends ("Currently when backend is

@@ -8,6 +8,7 @@ checkout at their torch's release tag.
 
 # --8<-- [start:upstream-note]
 Note [Upstream test runner]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~
 Each file runs in a pytest process of its own, with torch's device-type
 framework instantiating its tests for the CPU and the device
 (``PYTORCH_TESTING_DEVICE_ONLY_FOR=cpu,privateuse1``), so every device test

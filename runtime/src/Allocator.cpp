@@ -4,6 +4,7 @@
 //
 // --8<-- [start:caching-allocator-note]
 // Note [Device caching allocator]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Driver allocations are slow and synchronise the device, so freed blocks
 // are kept per device, ordered by (allocation stream, size), and handed out
 // again to requests on the same stream that fit within twice their rounded
@@ -24,6 +25,7 @@
 //
 // --8<-- [start:memory-history-note]
 // Note [Memory history]
+// ~~~~~~~~~~~~~~~~~~~~~
 // As CUDA's allocator does, this one reports every allocation and free to
 // the profiler when it records memory (profile_memory=True), and, once
 // torch.<device>.memory._record_memory_history() asked for it, keeps a
@@ -37,6 +39,7 @@
 //
 // --8<-- [start:graph-pools-note]
 // Note [Graph memory pools]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
 // While a stream captures a graph, the allocations made on it (and on the
 // streams that joined its capture) come from the graph's private pool, a
 // MempoolId_t, as CUDA's allocator does: a replay writes to the addresses
@@ -121,6 +124,7 @@ struct Block {
 using FreeKey = std::tuple<c10::StreamId, std::size_t, Block*>;
 
 // Note [Recently freed blocks]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // The last kRecentBlocks blocks freed into a device's cache wait in a
 // small array in front of its ordered free blocks, newest last, with the
 // stream and size that select them. A request takes the newest of them
@@ -952,6 +956,7 @@ void deleteBlock(void* ptr) {
 }
 
 // Note [Kernel results in device memory]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A CPU kernel that runs on host aliases of device tensors (rule 3 of Note
 // [How an emulated operator runs], the hook operators) allocates its new
 // results through the CPU allocator. While it runs as a device kernel, the

@@ -6,6 +6,7 @@
 // vendor's driver runs them unchanged.
 //
 // Note [Device copies]
+// ~~~~~~~~~~~~~~~~~~~~
 // Device memory cannot be touched by the host. A copy therefore moves the
 // bytes of a dense ("non-overlapping and dense") tensor with one driver
 // memcpy, and does everything else (dtype conversion, broadcasting, strided
@@ -178,6 +179,7 @@ void launchCopyKernel(const at::Tensor& src, const at::Tensor& dst) {
 void copyDeviceToDevice(const at::Tensor& src, const at::Tensor& dst);
 
 // Note [Asynchronous copies]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
 // As on CUDA, a copy with non_blocking=True between the device and pinned
 // host memory does not wait for the stream: the host goes on while queued
 // work, then the copy, runs. The pinned block is marked as used by the
@@ -367,6 +369,7 @@ at::Tensor& setStorage(at::Tensor& self, c10::Storage source,
 // ---------------------------------------------------------- wrappers
 
 // Note [Deterministic fills]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Under torch.use_deterministic_algorithms(True) with
 // torch.utils.deterministic.fill_uninitialized_memory (its default), the CPU
 // and CUDA fill the memory that empty and resize_ hand out uninitialized:
@@ -524,6 +527,7 @@ void wrapper_record_stream(at::Tensor& self, at::Stream stream) {
 }  // namespace
 
 // Note [Parameters keep their identity across .to()]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // nn.Module._apply moves a parameter with `param.data = moved`, which keeps
 // the Parameter object (tied weights stay one object, an optimizer built
 // before the move keeps working), only when

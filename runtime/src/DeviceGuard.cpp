@@ -2,6 +2,7 @@
 //
 // --8<-- [start:stream-pools-note]
 // Note [Device stream pools]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
 // As in CUDA, every device has its driver default stream plus two pools of
 // RuntimeTuning::Streams::per_pool streams (4 unless tuned), one at the
 // driver's least (normal) priority and one at its greatest priority. A device's

@@ -1,6 +1,7 @@
 // The device's c10d process group: torch.distributed on device tensors.
 //
 // Note [Collectives on a communication stream]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Every collective of a group runs on one communication stream per device,
 // as NCCL's process group does on CUDA:
 //  1. the communication stream waits for the work already queued on the

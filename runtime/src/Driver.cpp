@@ -75,6 +75,7 @@ void initDriver() noexcept {
 
 // --8<-- [start:host-access]
 // Note [Host access]
+// ~~~~~~~~~~~~~~~~~~
 // Everything the runtime runs as CPU code over device memory asks this one
 // function whether it may: the emulation engine's host aliases (`emulate`
 // entries, the emulate fallback, emulate::call), the host views of the hook

@@ -85,6 +85,7 @@ c10::DeviceIndex deviceOfArguments(const c10::OperatorHandle& op,
 namespace {
 
 // Note [Unannotated batch norm statistics]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // aten::native_batch_norm updates its running_mean and running_var in place
 // when training, but its schema does not mark them as written (`Tensor?`,
 // not `Tensor(a!)?`, in torch 2.13 to 2.15), so at::native::cpu_fallback

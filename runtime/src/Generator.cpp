@@ -5,6 +5,7 @@
 // kernels.
 //
 // Note [Device generator state]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A device generator's state is what a Philox generator's is on CUDA: 16
 // bytes, a 64-bit seed and a 64-bit offset, which torch.distributed's
 // DTensor reads and writes to give each shard its own part of a random

@@ -2,6 +2,7 @@
 // inside torch: the implementation a backend gets with the emulator.
 //
 // Note [Collectives over Gloo]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // torch ships Gloo compiled in, but not its headers, so the engine is
 // reached through a torch ProcessGroupGloo over the same ranks (the
 // bootstrap's host group, made by the backend's Python side). Each
@@ -142,6 +143,7 @@ at::Tensor view(const void* data, std::size_t count, accDataType_t type) {
 }
 
 // Note [Ranks that disagree]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Gloo aborts the process when a rank receives more bytes than it expects
 // (an exception on its transport thread), so ranks that call mismatched
 // collectives must find out before any data moves. Each collective first
@@ -297,6 +299,7 @@ std::size_t bytesOf(std::size_t count, accDataType_t type) {
 }
 
 // Note [Staged collectives]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
 // Where the host cannot address device memory (Note [Host access] in
 // Driver.cpp), Gloo cannot view the device buffers in place. Each buffer of
 // a collective is then staged through pinned host memory on the

@@ -4,6 +4,7 @@
 //
 // --8<-- [start:graphs-note]
 // Note [Device graphs]
+// ~~~~~~~~~~~~~~~~~~~~
 // capture_begin starts the driver's capture on the current stream (never
 // the default stream, as on CUDA) and routes the capture's allocations to
 // the graph's pool: a new one, or the one passed in to share it. Every

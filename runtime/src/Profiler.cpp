@@ -1,6 +1,7 @@
 // Device time for PyTorch's profilers, measured with timed driver events.
 //
 // Note [Profiling device time]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // PyTorch 2.13 asks a PrivateUse1 backend for device time in two ways, and
 // both are served here by the same measurement: a timed event recorded on
 // the calling thread's current stream when an operator starts and another

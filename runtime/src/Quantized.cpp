@@ -4,6 +4,7 @@
 // dequantize and int_repr of quantized device tensors.
 //
 // Note [Quantized tensors on the device]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A quantized tensor is a tensor of a quantized dtype (qint8, quint8,
 // qint32) whose quantizer holds the scale(s) and zero point(s); its bytes
 // are those of the underlying integer type. ATen's quantizers and

@@ -42,6 +42,7 @@ Claim claimDevice() {
   detail::registerProfiler();
   detail::registerGraphs();
   // Note [Backward on the calling thread]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
   // The autograd engine runs a device's backward on a worker thread of its
   // own, as for CUDA, where the host only queues kernels. The emulated
   // device's kernels are CPU code: on that thread they start OpenMP and

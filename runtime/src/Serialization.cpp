@@ -2,6 +2,7 @@
 //
 // --8<-- [start:tensor-metadata-note]
 // Note [Device tensor metadata]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A device tensor can carry named boolean flags as its c10::BackendMeta:
 // torch._utils.set_tensor_metadata(t, {"name": True}) sets them,
 // get_tensor_metadata(t) reads them. They travel with the tensor through

@@ -2,6 +2,7 @@
 // layouts on the SparsePrivateUse1 and SparseCsrPrivateUse1 keys.
 //
 // Note [Sparse tensors on the device]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A sparse tensor is a container of dense tensors (indices and values for
 // COO; compressed and plain indices and values for the compressed layouts),
 // so the device needs two things only: ATen's device-generic constructors,

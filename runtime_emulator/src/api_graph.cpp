@@ -1,6 +1,7 @@
 // Entry points for stream capture and graphs.
 //
 // Note [Graph replay]
+// ~~~~~~~~~~~~~~~~~~~
 // A capture records the work queued on its streams, in the order it was
 // queued, as one list: the kernels (launched with accLaunchKernelOwned, whose
 // data the graph keeps for every replay), copies and memsets, and event

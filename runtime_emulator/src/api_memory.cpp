@@ -12,13 +12,17 @@
 // Sources over kMaxStagingBytes are not staged (that would double their
 // memory): the call then waits for the stream and copies in order.
 //
-// Note [Small work on an idle stream]: a memset or a copy between device or
-// pinned memory of at most kInlineWorkBytes, queued on an idle stream, runs on
-// the calling thread before the call returns. Handing it to the stream's
-// worker costs a wake-up there and another for whoever waits next (the
-// next synchronous launch, Note [Synchronous launch]): microseconds each on
-// a loaded machine, more than the copy itself. Larger work stays
-// asynchronous. Asynchronous calls promise ordering, not concurrency.
+// Note [Small work on an idle stream]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A memset or a copy between device or pinned memory of at most
+// kInlineWorkBytes, queued on an idle stream, runs on the calling thread
+// before the call returns; so does a kernel launched asynchronously that
+// touches at most that much device memory (runsWhereLaunched in
+// api_stream.cpp). Handing it to the stream's worker costs a wake-up there
+// and another for whoever waits next (the next synchronous launch, Note
+// [Synchronous launch]): microseconds each on a loaded machine, more than
+// the copy itself. Larger work stays asynchronous. Asynchronous calls
+// promise ordering, not concurrency.
 #include <cstring>
 #include <new>
 

@@ -3,6 +3,7 @@
 // accLaunchFunction, which queues a device function as an owned kernel.
 //
 // Note [Device functions on the emulator]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // The emulator's device is the host, so a module is loaded with dlopen and
 // its functions run on the stream's worker like any kernel. The access
 // guard (ACCGEN_EMU_PROTECT) opens to a kernel the allocations it declares;

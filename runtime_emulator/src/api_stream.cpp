@@ -132,13 +132,14 @@ accError_t launchKernel(accStream_t stream, accKernelFn_t fn, void* user_data,
       uint64_t seq = 0;
       return target->submit(std::move(work), seq);
     }
-    // Note [Synchronous launch]: the result of accLaunchKernel plus
-    // accStreamSynchronize. On an idle stream the kernel runs on this
-    // thread (nothing queued could run before it, and the caller would
-    // only wait), which saves waking the worker and being woken by it:
-    // microseconds each on a loaded machine, more than a small operator's
-    // whole kernel. The kernel's error is returned rather than left
-    // sticky, after an earlier sticky error of the stream.
+    // Note [Synchronous launch]
+    // ~~~~~~~~~~~~~~~~~~~~~~~~
+    // The result of accLaunchKernel plus accStreamSynchronize. On an idle
+    // stream the kernel runs on this thread (nothing queued could run before
+    // it, and the caller would only wait), which saves waking the worker and
+    // being woken by it: microseconds each on a loaded machine, more than a
+    // small operator's whole kernel. The kernel's error is returned rather
+    // than left sticky, after an earlier sticky error of the stream.
     const accError_t error = target->runOrdered(std::move(work));
     const accError_t pending = target->takeError();
     return pending != accSuccess ? pending : error;

@@ -2,16 +2,18 @@
 // capacity accounting and default streams, the allocation table and the
 // tables of live stream and event handles.
 //
-// Note [Runtime lifetime]: the Runtime is created on first use and never
-// destroyed. Backends free device memory from static destructors and from
-// Python's interpreter shutdown, possibly after any global of ours would
-// have died, so the tables must outlive every other static. At exit an
-// atexit handler stops the stream workers (each finishes its current item;
-// queued work is dropped) so no thread runs while the process tears down;
-// later calls run their work inline on the caller. In a child forked after
-// a stream worker started, the workers do not exist: every call returns
-// accErrorNotInitialized (see docs/driver-interface.md). A child forked
-// before any worker started uses the runtime as its parent would.
+// Note [Runtime lifetime]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// The Runtime is created on first use and never destroyed. Backends free
+// device memory from static destructors and from Python's interpreter
+// shutdown, possibly after any global of ours would have died, so the tables
+// must outlive every other static. At exit an atexit handler stops the stream
+// workers (each finishes its current item; queued work is dropped) so no
+// thread runs while the process tears down; later calls run their work inline
+// on the caller. In a child forked after a stream worker started, the workers
+// do not exist: every call returns accErrorNotInitialized (see
+// docs/driver-interface.md). A child forked before any worker started uses
+// the runtime as its parent would.
 #pragma once
 
 #include <atomic>

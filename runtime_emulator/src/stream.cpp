@@ -46,18 +46,20 @@ int64_t nowNs() {
       .count();
 }
 
-// Note [Spinning on a busy machine]: a thread waiting for the other side of
-// a stream polls before it blocks, for at most Config::spin_ns. When both
-// sides run on cores of their own, a pause-instruction spin sees the other
-// side within a fraction of a microsecond. But on an oversubscribed machine
-// (2 cores shared with compilers and OpenMP kernels) the two often share one
-// core, and then every microsecond one of them spins is a microsecond the
-// other cannot run: a pure 3 us spin on both sides made launch + synchronize
-// take about 10 us instead of 0.3 us. So a synchronizing host thread spins
-// with pause for only kWaiterPauseNs, then polls with sched_yield, which
-// hands the core to the worker if it shares it and returns at once if not;
-// the worker, which has just completed an item and so has likely just woken
-// the thread that waits for it, yields from the start.
+// Note [Spinning on a busy machine]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A thread waiting for the other side of a stream polls before it blocks, for
+// at most Config::spin_ns. When both sides run on cores of their own, a
+// pause-instruction spin sees the other side within a fraction of a
+// microsecond. But on an oversubscribed machine (2 cores shared with
+// compilers and OpenMP kernels) the two often share one core, and then every
+// microsecond one of them spins is a microsecond the other cannot run: a pure
+// 3 us spin on both sides makes launch + synchronize take about 10 us instead
+// of 0.3 us. So a synchronizing host thread spins with pause for only
+// kWaiterPauseNs, then polls with sched_yield, which hands the core to the
+// worker if it shares it and returns at once if not; the worker, which has
+// just completed an item and so has likely just woken the thread that waits
+// for it, yields from the start.
 constexpr int64_t kWaiterPauseNs = 1'000;
 constexpr int64_t kWorkerPauseNs = 0;
 
@@ -270,6 +272,7 @@ void Stream::runItem(Work& work) {
 }
 
 // Note [Waiting threads run queued work]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A thread that waits for a stream's item while the stream's worker runs
 // nothing (it sleeps, or has not yet taken the item it was woken for) takes
 // the queued items up to that one off the queue and runs them itself, in

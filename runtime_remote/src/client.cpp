@@ -2,6 +2,7 @@
 // (device_main.cpp) that holds device memory out of the host's reach.
 //
 // Note [The remote driver]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
 // The host process reaches its devices only through this library. The
 // first call spawns the device process, reserves an inaccessible window of
 // addresses per device (Note [Remote device memory] in device_main.cpp)
@@ -180,6 +181,7 @@ std::string deviceProgram() {
 }
 
 // Note [Where device windows go]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // The device process maps each device's memory at the addresses the host
 // reserved, so those addresses must be free in both address spaces. Under
 // address-space randomization, the device process's own libraries, stack

@@ -3,6 +3,7 @@
 // modules, and answers the host's driver calls (protocol.h).
 //
 // Note [Remote device memory]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // The host reserves, for each device, a window of its own address space
 // with no access at all (PROT_NONE) and passes its address here; this
 // process maps the device's memory at the same addresses. Device pointers

@@ -79,8 +79,8 @@ TEST_F(WriterTest, ChangedFileIsReplacedWithoutTemporaryLeftovers) {
 }
 
 TEST_F(WriterTest, NewFileThatCannotBeWrittenIsAnError) {
-  // Note [Writing new files]: a directory where a new file goes makes its
-  // write fail; the error names it and the run stops there.
+  // Note [A run's writes are one transaction]: a directory where a new file
+  // goes refuses the run before its first write; the error names it.
   fs::create_directories(out_ / "sub" / "b.h");
   try {
     writeTree(out_.string(), files_, {});

@@ -118,6 +118,7 @@ class _Methods:
 # --8<-- [start:ddp]
 def _ddp_without_cuda_streams(strategy: Any) -> None:
     # Note [Lightning's DDP makes a CUDA stream]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
     # Lightning 2.6's DDPStrategy._setup_model wraps the model in
     # DistributedDataParallel inside torch.cuda.stream(torch.cuda.Stream())
     # whenever it passes device_ids, which it does for every device but the
@@ -135,6 +136,7 @@ def _ddp_without_cuda_streams(strategy: Any) -> None:
 # --8<-- [start:single-device]
 def _single_device_on_the_device(connector_module: Any, connector: type) -> None:
     # Note [Lightning puts one custom device on the CPU]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
     # Lightning 2.6's _choose_strategy gives a run on one device of an
     # accelerator it does not know by class (cuda, mps, xla) a
     # SingleDeviceStrategy on "cpu": Trainer(accelerator="<device>",

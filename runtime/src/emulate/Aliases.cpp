@@ -46,6 +46,7 @@ namespace {
 using runtime::detail::tensorOver;
 
 // Note [Host storage reuse]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
 // A host alias holds nothing of the device tensor but its data pointer,
 // size, dtype and geometry. Each thread keeps the last few aliases it made,
 // and points one that nothing holds any more (no tensor, no queued kernel,
@@ -165,9 +166,11 @@ accError_t runCopies(PendingCopies& pending) {
 
 }  // namespace
 
-// Note [Device misuse]: what real hardware refuses, the emulation refuses
-// too, before a kernel touches device memory, so that code which runs on
-// the emulator does not break on the chip.
+// Note [Device misuse]
+// ~~~~~~~~~~~~~~~~~~~~
+// What real hardware refuses, the emulation refuses too, before a kernel
+// touches device memory, so that code which runs on the emulator does not
+// break on the chip.
 
 void checkInBounds(const at::TensorBase& t) {
   if (!t.defined() || t.numel() == 0) {

@@ -25,6 +25,7 @@
 #include "accgen/runtime/detail/StructuredLoops.h"
 
 // Note [Structured loops on the device]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // The CPU kernel of a structured pointwise operator (mul, add_, addcdiv_,
 // threshold_backward) is ATen's structured class for its group: meta()
 // builds a TensorIterator over the arguments (broadcasting, type promotion,

@@ -29,11 +29,15 @@
 #define ACCGEN_EMULATE_FALLBACK 0
 #endif
 
+// Note [Torch versions]
+// ~~~~~~~~~~~~~~~~~~~~~
+// A difference between torch releases is handled in one place, as
+// `#if ACCGEN_TORCH_AT_LEAST(2, 14)`, with a comment naming the torch change
+// it follows and a test showing the older branch is still needed while
+// accgen supports that release.
+
 /// Whether the torch the runtime is compiled against is release major.minor
-/// or newer. Note [Torch versions]: a difference between torch releases is
-/// handled in one place, as `#if ACCGEN_TORCH_AT_LEAST(2, 14)`, with a
-/// comment naming the torch change it follows and a test showing the older
-/// branch is still needed while accgen supports that release.
+/// or newer (Note [Torch versions]).
 #define ACCGEN_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) ||         \
    (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))

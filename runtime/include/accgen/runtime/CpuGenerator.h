@@ -3,6 +3,7 @@
 //
 // --8<-- [start:device-generators-note]
 // Note [Device generators on CPU kernels]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // CPU kernels accept CPU generators only. While such a kernel runs for
 // the device, a CpuGeneratorScope gives it a CPU generator holding the
 // engine state of the device generator it stands for (the one passed, or the

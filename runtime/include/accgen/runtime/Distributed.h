@@ -33,12 +33,15 @@ c10::intrusive_ptr<c10d::Backend> makeDistributedBackend(
     c10::intrusive_ptr<c10d::Store> store, int rank, int size,
     std::chrono::milliseconds timeout, HostGroupFactory host_group);
 
+// Note [Collectives at exit]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The device module calls drainCollectives when the interpreter begins to
+// exit, so that no completion runs Python code (a callback, the release of
+// a tensor's Python object) while the interpreter finalizes, which ends the
+// thread that tries.
+
 /// Waits until every collective of every group of the process completed
-/// and its future's callbacks ran. Note [Collectives at exit]: the device
-/// module calls it when the interpreter begins to exit, so that no
-/// completion runs Python code (a callback, the release of a tensor's
-/// Python object) while the interpreter finalizes, which ends the thread
-/// that tries.
+/// and its future's callbacks ran (Note [Collectives at exit]).
 void drainCollectives();
 
 /// Whether any group has a collective whose completion is still to run.

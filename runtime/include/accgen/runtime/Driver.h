@@ -43,15 +43,22 @@ const char* shortSourcePath(const char* file);
 
 namespace accgen::runtime {
 
+// Note [Work on an idle stream]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The runtime's own kernels (copies) and a vendor's kernels mostly find
+// their stream idle, since small operators run at once (Note [Queued
+// operators] in src/emulate/Launch.cpp). On an idle stream the kernel then
+// runs at once on the caller's arguments (accLaunchIfIdle, on the calling
+// thread in the emulator), which spares the hand-off to the stream's worker
+// that the next operator would wait for, and keeps the kernel's CPU code on
+// the caller's thread pools; only on a busy stream are arguments that the
+// launch owns built, and the kernel queued.
+
 /// Launches `Run(args)` on `stream` with access to the allocations that
-/// hold `buffers`, in order with the stream's work. Note [Work on an idle
-/// stream]: the runtime's own kernels (copies) follow a kernel whose caller
-/// waited for it, so the stream is mostly idle; then the kernel runs at once
-/// on the caller's `args` (accLaunchIfIdle, on the calling thread in the
-/// emulator), which spares the hand-off to the stream's worker that the next
-/// operator would wait for, and keeps the kernel's CPU code on the caller's
-/// thread pools. `args` may then borrow what the caller holds (a
-/// TensorIterator over the caller's tensors, built without owning them).
+/// hold `buffers`, in order with the stream's work. On an idle stream the
+/// kernel runs at once on `args` (Note [Work on an idle stream]), which may
+/// borrow what the caller holds (a TensorIterator over the caller's
+/// tensors, built without owning them).
 /// On a busy stream the kernel is queued instead, on the arguments `own()`
 /// returns (a std::unique_ptr<Args>), which the driver keeps alive until it
 /// releases them; they must own what the kernel reads (ownedByLaunch), and

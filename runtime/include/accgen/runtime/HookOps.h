@@ -2,6 +2,7 @@
 //
 // --8<-- [start:hook-operators-note]
 // Note [Hook operators]
+// ~~~~~~~~~~~~~~~~~~~~~
 // ATen routes convolution and fused attention on a PrivateUse1 device to
 // four "overrideable" operators whose default kernels only raise:
 // at::_convolution picks ConvBackend::Overrideable for any device it does

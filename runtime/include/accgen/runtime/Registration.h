@@ -3,6 +3,7 @@
 //
 // --8<-- [start:one-backend-note]
 // Note [One PrivateUse1 backend per process]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // PyTorch has one PrivateUse1 dispatch key, and `import torch` loads every
 // installed backend through the torch.backends entry points. A second
 // backend registering its kernels, fallbacks, guard and hooks would

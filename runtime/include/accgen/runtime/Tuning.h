@@ -2,6 +2,7 @@
 // allocators' block policy, the stream pools and the device properties.
 //
 // Note [Runtime tuning]
+// ~~~~~~~~~~~~~~~~~~~~~
 // The runtime reads a RuntimeTuning once, on first use, after handing the
 // defaults below to tuneRuntime(). Every backend defines tuneRuntime in a
 // file of its own (csrc/tuning.cpp of its tree, created once by `accgen
