@@ -177,17 +177,25 @@ std::pair<std::string, std::vector<std::string>> splitOut(
   return {args, outs};
 }
 
+// --8<-- [start:stubs-of-structured-operators]
 // Note [Stubs of structured operators]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // The CPU kernel of an unstructured out= operator (abs_out) is an ordinary
 // device-generic function: the stub entry registers it as it is. A
 // structured one (sin.out) is a class, at::native::structured_sin_out, whose
 // meta() builds a TensorIterator and calls set_output_*() for each result,
 // and whose impl() calls the stub. The registration instantiates it with
-// the out= tensor as its output (IntoOutput in RegisterStubs.cpp), which is
-// what torchgen does for in-tree backends. Only TensorIterator-based
-// classes with one output and no precomputed values fit that shape; the
-// backend model refuses other operators as stubs (stubProblem in
-// generator/model/build.cpp) and names each one's at::native function.
+// the out= tensor as its output (IntoOutput in RegisterStubs.cpp: the
+// tensor is resized, and restrided, like any out= argument), which is what
+// torchgen does for in-tree backends. Only TensorIterator-based classes
+// with one output and no precomputed values fit that shape; the backend
+// model (accgen validate as well as accgen generate) refuses other
+// operators as stubs, and operators whose kernel is not an out= form (abs,
+// whose composite kernel calls abs.out), with a note naming each one's
+// at::native function (stubProblem in generator/model/build.cpp). The
+// functional and in-place forms reach the out= registration through ATen's
+// composite kernels.
+// --8<-- [end:stubs-of-structured-operators]
 void appendStubs(const model::Backend& backend,
                  std::vector<OutputFile>& files) {
   json entries = json::array();
@@ -227,14 +235,19 @@ void appendStubs(const model::Backend& backend,
                         {"headers", ops::sortedUnique(std::move(headers))}}));
 }
 
+// --8<-- [start:error-policy-keeps]
 // Note [Operators the error policy keeps]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Under `fallback: error` a backend still has to create, print and copy
-// tensors before its spec lists much: torch.zeros needs zero_, and printing
-// a tensor runs comparisons, abs, ceil, min/max, masked_select and cat on
-// the device (torch/_tensor_str.py). The ones the spec does not register
-// run through the emulate fallback; the list is what printing float,
-// integer, large and empty tensors, torch.zeros/ones and .to() reached in
-// torch 2.13.
+// tensors before its spec lists much: torch.ones needs fill_.Scalar,
+// torch.zeros needs zero_, .to() only builtins, and printing a tensor runs
+// comparisons, abs, ceil, min/max, masked_select and cat on the device
+// (torch/_tensor_str.py). The generated RegisterFallback.cpp runs the
+// operators of the list below through the emulate fallback unless the spec
+// registers them; the list is what printing float, integer, half, large
+// and empty tensors, torch.zeros/ones and .to() reach in torch 2.13.
+// Printing complex tensors needs view_as_real: a spec lists it (emulate)
+// where it is needed.
 const std::vector<std::string>& errorPolicyKeeps() {
   static const std::vector<std::string> kKeeps = {
       "abs.out",       "bitwise_and.Tensor_out",
@@ -249,6 +262,7 @@ const std::vector<std::string>& errorPolicyKeeps() {
   };
   return kKeeps;
 }
+// --8<-- [end:error-policy-keeps]
 
 void appendFallback(const model::Backend& backend,
                     std::vector<OutputFile>& files) {
@@ -319,9 +333,17 @@ void appendAutocast(const model::Backend& backend,
       headers.push_back(ops::opsHeader(s));
     }
     if (append) {
-      // Note [fp32_append_dtype]: torch's wrapper for this policy takes the
-      // at:: function's C++ signatures; the dispatcher's, which accgen
-      // derives for every operator, serve as well through at::_ops.
+      // Note [fp32_append_dtype]
+      // ~~~~~~~~~~~~~~~~~~~~~~~~
+      // The policy is for an operator without a dtype argument that has an
+      // overload with one (norm.Scalar, norm.ScalarOpt_dtype): the model
+      // finds that overload (findDtypeOverload in generator/model/build.cpp)
+      // and the wrapper, with the dispatcher's signature, calls it below the
+      // autocast key with float32, or with the first argument's dtype when
+      // that is not a floating-point tensor on the device. Torch's wrapper
+      // for this policy takes the at:: function's C++ signatures; the
+      // dispatcher's, which accgen derives for every operator, serve as
+      // well through at::_ops.
       const schema::FunctionSchema& target = rule.dtype_overload->schema;
       headers.push_back(ops::opsHeader(target));
       const std::string args = ops::callArgs(rule.signature);

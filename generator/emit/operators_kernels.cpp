@@ -102,18 +102,31 @@ std::string shapeCall(const model::Registration& r,
          (args.empty() ? "" : ", " + args) + ")";
 }
 
+// --8<-- [start:one-kernel-for-a-group]
 // Note [One kernel for a group]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A vendor writes one body per `kernel` operator, for the form the spec
 // lists (the primary); the wrappers of its group siblings derive from it
 // the way ATen's own composite kernels do:
-//   functional from out=      results allocated with the Meta shapes, then
-//                             the out= kernel writes them;
+//   functional from out=      results allocated with the Meta shapes (the
+//                             C++ meta function where there is one, kept
+//                             per argument key: resultShapes in
+//                             accgen/runtime/KernelSupport.h), then the
+//                             out= kernel writes them;
 //   in-place from out=        the out= kernel with `self` as out;
-//   out= from functional      computed, then resize_output and copy_;
-//   in-place from functional  computed, then copied into self;
-//   functional from in-place  self copied into a result of the Meta shape
-//                             (broadcast, promoted), then written in place;
-//   out= from in-place        likewise into out.
+//   out= from functional      computed, then resize_output(out, ...) and
+//                             out.copy_(result);
+//   in-place from functional  computed, then self.copy_(result);
+//   functional from in-place  a result of the Meta shape (broadcast,
+//                             promoted), copy_(self), then the in-place
+//                             kernel on it;
+//   out= from in-place        resize_output(out, self.sizes()),
+//                             out.copy_(self), then the in-place kernel on
+//                             out.
+// The out= form from an in-place kernel assumes the result has self's shape
+// (true of in-place operators); an entry whose kernel cannot serve its
+// siblings takes `group: false`, and its forms are listed apart.
+// --8<-- [end:one-kernel-for-a-group]
 json kernelWrapper(const model::Operator& op, const model::Registration& m,
                    std::vector<std::string>& headers) {
   using model::Derivation;

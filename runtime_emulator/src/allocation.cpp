@@ -2,6 +2,41 @@
 // the access count move together under one mutex per allocation, so a
 // release that protects the mapping can never land after a concurrent
 // acquire that unprotected it.
+//
+// --8<-- [start:device-memory-access]
+// Note [Device memory access]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// In the emulator, device memory is host memory kept behind a guard, so
+// that a backend bug that dereferences a device pointer on the host
+// crashes at once (SIGSEGV at the faulting instruction) instead of silently
+// working, as it would not on real hardware.
+//  - Every device allocation lives in a mapping of its own, PROT_NONE while
+//    no work uses it.
+//  - A kernel gets read/write access to exactly the allocations that hold
+//    the pointers passed in `buffers` to accLaunchKernel, for the kernel's
+//    duration, and to no other: touching another allocation faults. Any
+//    pointer into an allocation (a tensor's data pointer at an offset in
+//    its storage) grants the whole allocation.
+//  - Access is reference-counted per allocation: the first holder makes the
+//    mapping readable and writable, the last one to finish makes it
+//    PROT_NONE again. Two kernels on different streams using the same
+//    buffer at once both keep access until each ends.
+//  - The driver grants itself access the same way for its own copies and
+//    memsets.
+//  - The guard is a checking mode: ACCGEN_EMU_PROTECT=1 turns it on, and
+//    every test suite accgen ships or generates sets it. Off, the default,
+//    device memory stays readable and writable and no mprotect is made: the
+//    release mode for running workloads fast. With the guard on, every
+//    kernel pays two mprotect calls per buffer (docs/emulator.md: about
+//    2 us per buffer for a kernel run on the calling thread, up to 30 us
+//    for one run by a stream's worker, on the 2-core development VM),
+//    several times a small operator's whole cost, and buys a crash at the
+//    first wrong host access. Generated code must therefore pass every
+//    allocation a kernel touches in `buffers`; the guard finds the ones it
+//    forgot.
+// A vendor's driver has no such rule to implement: real device memory is
+// not host-addressable in the first place.
+// --8<-- [end:device-memory-access]
 #include "allocation.h"
 
 #include <sys/mman.h>
@@ -24,15 +59,17 @@ size_t pageSize() {
 // Pinned host memory is cache-line aligned, like the buffers torch allocates.
 constexpr size_t kHostAlignment = 64;
 
-// Note [Huge pages for device memory]: mprotect costs time per populated
-// page-table entry, and the access guard changes the protection of a whole
-// allocation twice per kernel or copy. With 4 KiB pages a 64 MiB buffer
-// took about 22 ms per pair of changes on the development VM, as long as
-// the copy itself; with 2 MiB transparent huge pages it took 10 us. So
-// allocations of at least kHugeThreshold get a mapping aligned to and
-// rounded up to 2 MiB, advised MADV_HUGEPAGE (a no-op where THP is off).
-// The rounding costs at most one partly used huge page of host memory per
-// allocation; capacity accounting still counts the requested bytes.
+// Note [Huge pages for device memory]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// mprotect costs time per populated page-table entry, and the access guard
+// changes the protection of a whole allocation twice per kernel or copy.
+// With 4 KiB pages a 64 MiB buffer takes about 22 ms per pair of changes on
+// the development VM, as long as the copy itself; with 2 MiB transparent
+// huge pages it takes 10 us. So allocations of at least kHugeThreshold get
+// a mapping aligned to and rounded up to 2 MiB, advised MADV_HUGEPAGE (a
+// no-op where THP is off). The rounding costs at most one partly used huge
+// page of host memory per allocation; capacity accounting still counts the
+// requested bytes.
 constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kHugeThreshold = size_t{1} << 20;
 
@@ -231,6 +268,7 @@ void AllocationRefs::push_back(AllocationRef allocation) {
 }
 
 // Note [Kernel buffer lookup]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Every launch resolves its buffers to allocations. Walking the ordered map
 // (a hundred and more entries in a training step, a cache miss a level) for
 // each buffer of each launch cost more than the rest of the launch, while

@@ -4,7 +4,7 @@
 //
 // Device allocations each live in a page-aligned mapping of their own that is
 // PROT_NONE while no work uses it; work takes access through AccessScope
-// (Note [Device memory access] in docs/driver-interface.md). Allocations are
+// (Note [Device memory access] in allocation.cpp). Allocations are
 // shared_ptr-owned: queued work keeps the allocations it touches alive, so
 // memory freed while a copy or kernel on another device still uses it is
 // unmapped only when that work finishes.

@@ -458,6 +458,38 @@ std::vector<std::pair<std::string, int64_t>> fallbackCalls() {
 
 namespace accgen::runtime {
 
+// --8<-- [start:emulate-fallback]
+// Note [Emulate fallback]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// The emulate fallback is one boxed function, the m.fallback(...) of the
+// PrivateUse1 key. Every operator it catches runs exactly as it would if
+// the spec listed it as emulate (Note [How an emulated operator runs]);
+// listing an operator changes how fast it is called (typed, with a C++
+// shape function), never how it runs:
+//  - Tensor arguments are viewed in place (host aliases over the same
+//    bytes), never copied; in-place and out= arguments are written in
+//    place.
+//  - A view the CPU kernel returns comes back as a view of the device
+//    tensor: torch.view_as_real(z)[:, 0] = 7 changes z on the device, which
+//    the CPU fallback cannot do.
+//  - A new result is made in device memory, by the CPU kernel itself or
+//    through the out= overload once the operator learned its shapes for the
+//    call's key (Note [Learned shapes] in Engine.cpp); it is copied once
+//    only when the device cannot hold it. A structured operator reaches the
+//    fallback as its out= overload (lgamma as lgamma.out: torch's own
+//    default kernel computes the functional form through it), which writes
+//    the device memory in place.
+//  - Every kernel is one launch on the current stream, with access to
+//    exactly the allocations it touches, so it also works under the
+//    emulator's access guard. It is queued when its results are known
+//    ahead (Note [Queued operators] in Launch.cpp); otherwise the host waits
+//    for it, so operators whose output shapes depend on the data (nonzero,
+//    boolean indexing) see their inputs complete.
+//  - Random operators draw from the device's generators: those passed, or
+//    the device's default one.
+// Each call is counted by operator: torch.<device>.fallback_counts() lists
+// every operator that ran through a fallback in the process, and how often.
+// --8<-- [end:emulate-fallback]
 void emulateFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   emulate::detail::Rule& rule = emulate::detail::ruleOf(op);
   rule.fallback_calls.fetch_add(1, std::memory_order_relaxed);

@@ -406,38 +406,43 @@ void collectShapes(const at::Tensor& meta, ShapeCache::Results& out) {
                  meta.scalar_type()});
 }
 
+// --8<-- [start:learned-shapes]
 // Note [Learned shapes]
+// ~~~~~~~~~~~~~~~~~~~~~
 // An operator without a C++ shape function (every operator the emulate
 // fallback catches, and listed operators that are not structured, like
 // native_batch_norm) learns its result shapes from its own CPU kernel: the
 // first call with a key runs as rule 3, and when all its results were new
-// tensors of the CPU kernel, their sizes, strides and dtypes are kept in
-// the shape cache under the call's key. A later call with the
-// same key runs as rule 1, through the out= overload into results
-// allocated with those shapes, with no copy, and may be queued. An
-// operator without a usable out= overload learns the same
-// way from calls that do not run at once on an idle stream: a later such
-// call is queued, its CPU kernel's results copied into results allocated
-// on the device with the learned shapes (as in a graph capture, which uses
-// the learned shapes too where it has them). The key
-// holds everything a shape computation reads (Note [Shape cache]), so the
-// shapes are those the CPU kernel gives; an operator whose shapes depend
-// on more than that (random draws, a device argument, CPU tensors by
-// design, data-dependent shapes, which carry dynamic_output_shape) learns
-// nothing, and an out= kernel that resizes a result all the same sends the
-// operator to rule 3 for good (rule 2).
+// tensors of the CPU kernel, their sizes, strides and dtypes are kept in the
+// shape cache under the call's key. A later call with the same key runs as
+// rule 1, through the out= overload into results allocated with those shapes,
+// with no copy, and may be queued. An operator without a usable out= overload
+// learns the same way from calls that do not run at once on an idle stream: a
+// later such call is queued, its CPU kernel's results copied into results
+// allocated on the device with the learned shapes (as in a graph capture,
+// which uses the learned shapes too where it has them). The key holds
+// everything a shape computation reads (Note [Shape cache]), so the shapes
+// are those the CPU kernel gives; an operator whose shapes depend on more
+// than that (random draws, a device argument, CPU tensors by design,
+// data-dependent shapes, which carry dynamic_output_shape) learns nothing,
+// and an out= kernel that resizes a result all the same sends the operator to
+// rule 3 for good (rule 2).
+// --8<-- [end:learned-shapes]
 
+// --8<-- [start:shape-cache]
 // Note [Shape cache]
-// A functional operator computed through its out= overload gets its
-// results' sizes, strides and dtypes from a shape computation, which costs
-// more than a small operator's kernel. That computation reads nothing but
-// the arguments (a tensor's metadata, any other argument's value) and
-// torch's default dtypes, so each operator keeps its answer for the last
-// few distinct calls. The key holds the default dtypes and, for every
-// argument, a tag and either the tensor's device type, dtype, flags
-// (wrapped number, conjugate, negative), sizes, strides and storage offset,
-// or the value itself. Calls with arguments of other kinds (lists of
-// tensors, generators, complex numbers, symbolic integers) are not keyed.
+// ~~~~~~~~~~~~~~~~~~
+// A functional operator computed through its out= overload gets its results'
+// sizes, strides and dtypes from a shape computation, which costs more than a
+// small operator's kernel. That computation reads nothing but the arguments
+// (a tensor's metadata, any other argument's value) and torch's default
+// dtypes, so each operator keeps its answer for its last eight distinct calls
+// (ShapeCache::kEntries). The key holds the default dtypes and, for every
+// argument, a tag and either the tensor's device type, dtype, flags (wrapped
+// number, conjugate, negative), sizes, strides and storage offset, or the
+// value itself. Calls with arguments of other kinds (lists of tensors,
+// generators, complex numbers, symbolic integers) are not keyed.
+// --8<-- [end:shape-cache]
 
 bool ShapeCache::lookup(const Key& key, Results& out) const {
   std::lock_guard<std::mutex> lock(mutex_);

@@ -62,6 +62,7 @@ accError_t runLaunch(void* user_data) {
 }
 
 // Note [Exit with device work in flight]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Python 3.11 ends a daemon thread that takes the GIL back while the
 // interpreter finalizes by unwinding its stack, and torch's bindings, which
 // release the GIL around every operator, do not allow that: the process
@@ -102,34 +103,53 @@ void parkIfExiting() noexcept {
   }
 }
 
+// --8<-- [start:queued-operators]
 // Note [Queued operators]
+// ~~~~~~~~~~~~~~~~~~~~~~~
 // Device work does not make the host wait, as on CUDA. An emulated
 // operator whose results are known before its kernel runs is queued on its
-// stream, and the host goes on: the results are then new tensors allocated
-// ahead (rule 1 of Note [How an emulated operator runs], once its out=
-// kernel ran without resizing a result; or from the Meta kernel's shapes,
-// into which the CPU kernel's results are copied), or the written
-// arguments themselves (in-place and out= forms, and operators without
-// results). Before it is queued the operator's checks run on the host: the
-// shape function, or the Meta kernel on meta tensors of the arguments, so
-// an error in the arguments raises at the call as on CUDA; an operator
-// whose Meta kernel raises or is missing, or whose out= arguments the Meta
-// kernel resizes, runs as before (the host waits). Small work (at most
-// kInlineBytes of tensors) on an idle stream runs at once on the calling
-// thread, as before: most calls of a small model, which cost no hand-off.
+// stream, and the call returns at once:
+//  - a functional operator computed through its out= overload (rule 1 of
+//    Note [How an emulated operator runs]), its results allocated ahead
+//    from its shape function or from the shapes learned for the call's key
+//    (Note [Learned shapes] in Engine.cpp), once its out= kernel ran
+//    without resizing a result (the first call of each operator in a
+//    process waits; an operator of rule 0 qualifies once its structured
+//    class, which is also its out= kernel, ran its loop);
+//  - a functional operator without a usable out= overload, once it learned
+//    its shapes for the call's key: its CPU kernel's results are copied
+//    into results allocated ahead with those shapes;
+//  - an in-place or out= form whose registration brings its shape function
+//    (at::meta::add_: the in-place forms of structured groups), which
+//    checks the arguments on the host and keeps the geometry of the ones it
+//    writes;
+//  - views (unfold, view_as_real), which read no data: they run on the
+//    host at once, without a place in the stream's order.
+// Whatever may raise because of the arguments runs on the host before a
+// call is queued (the device checks, the shape function, or an earlier call
+// with the same key that did not raise), so an error in the arguments
+// raises at the call, as on CUDA. Small work (at most kInlineBytes of
+// tensors) on an idle stream runs at once on the calling thread: most calls
+// of a small model, which then cost no hand-off to the stream's worker.
 // Everything else waits for the stream: random operators (the default
-// generator is swapped for the call), views (which read no data run on the
-// host without waiting), and operators whose result shapes only the CPU
-// kernel knows (like nonzero on CUDA).
-// A queued kernel owns its host aliases and boxed arguments, and runs with
-// the thread-local state of its caller (grad mode, dispatch keys). An error
-// it raises, data-dependent like CUDA's device-side asserts (an index out
-// of range), becomes the stream's sticky error; its message is kept and
-// raised at the stream's next synchronization (synchronize, a copy to the
-// host, item(), the next operator that waits) as a RuntimeError. Its
-// warnings are raised at the next operator the host runs.
-// ACCGEN_LAUNCH_BLOCKING=1 makes every operator wait, as
-// CUDA_LAUNCH_BLOCKING=1 does: an error then raises at its own call.
+// generator is swapped for the call), operators whose result shapes depend
+// on the data (nonzero, as on CUDA), the first call with a key of an
+// operator that learns its shapes, and in-place and out= forms without a
+// shape function (those the emulate fallback catches). A graph capture can
+// only queue: it queues those in-place and out= forms too, gives a
+// functional operator with neither a shape function nor learned shapes its
+// Meta kernel's shapes, and refuses what must wait (Note [Device graphs]).
+// A queued kernel owns its host aliases and a boxed copy of its host
+// arguments (Call::hostStack), and runs with the thread-local state of its
+// caller (grad mode, dispatch keys, the profiler). An error it raises,
+// data-dependent like CUDA's device-side asserts (an index out of range),
+// becomes the stream's sticky error; its message is kept and raised at the
+// stream's next synchronization (synchronize, a copy to the host, item(),
+// the next operator that waits) as a RuntimeError. Its warnings are raised
+// at the next operator the host runs. ACCGEN_LAUNCH_BLOCKING=1 makes every
+// operator wait, as CUDA_LAUNCH_BLOCKING=1 does: an error then raises at its
+// own call.
+// --8<-- [end:queued-operators]
 
 std::mutex g_deferred_mutex;
 std::vector<std::string> g_deferred_errors;

@@ -188,29 +188,52 @@ Rule::Results resultsOf(const c10::FunctionSchema& schema) {
 
 }  // namespace
 
+// --8<-- [start:how-an-emulated-operator-runs]
 // Note [How an emulated operator runs]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Every emulated operator runs by this one rule, whether the spec lists it
 // (kind emulate), a kernel starter calls it (emulate::call) or the emulate
-// fallback catches it; how it is called (typed or boxed, Note [Two argument
+// fallback catches it. The generated registrations state facts only: the
+// operator and, for the functional member of a structured group, its C++
+// shape function. How it is called (typed or boxed, Note [Two argument
 // representations]) changes nothing of it.
+//  0. A pointwise operator whose CPU kernel is ATen's structured class over
+//     one DispatchStub (the table detail/StructuredLoops.def: add, mul,
+//     div, exp, sigmoid, addcdiv, threshold_backward and more, with their
+//     in-place and out= forms) runs that class on the device tensors
+//     themselves when its loop computes what the CPU kernel would (Note
+//     [Structured loops on the device] in Loops.cpp): meta() builds the
+//     TensorIterator over the device tensors and allocates the result on
+//     the device, and impl() calls the stub, whose device entry runs the
+//     CPU loop on the device memory as a kernel on the stream. No host
+//     aliases, no shape cache, no second TensorIterator. Every other call
+//     of these operators (operands of another dtype than the computation's,
+//     other than CPU scalars; a result to resize or cast into; an error in
+//     meta(); large work or a busy stream; a graph capture; a device the
+//     host cannot address) runs by the rules below.
+//     torch.<device>.structured_loop_counts() counts the calls that ran
+//     their loop, by operator.
 //  1. A functional operator whose registration brings its C++ shape
-//     function (at::meta::X: the generated registrations bring it for the
-//     functional member of a structured group), or that ran before with
-//     the same key (Note [Learned shapes]), whose results are new
-//     tensors and whose result shapes do not depend on the data (no
-//     dynamic_output_shape tag), and that has an out= overload with a CPU
-//     (or CompositeExplicitAutograd) kernel taking the same arguments (by name
-//     and type, in their order) and then one Tensor out= argument per result,
-//     an overload other than the one torch generates (the functional kernel,
-//     then copies: rule 3 makes those results without the copies), is
-//     computed through that overload: its results are allocated on the
-//     device with the shapes and dtypes the shape function gives (cached, Note
-//     [Shape cache]), and the out= kernel writes them in place. No copy. The
-//     shape function of a structured operator is the first step of its CPU
+//     function (at::meta::X, through a generated shape_X function), or
+//     that ran before with the same key (Note [Learned shapes]), whose
+//     results are new tensors, whose result shapes do not depend on the
+//     data (no dynamic_output_shape tag), and that has an out= overload
+//     with a CPU (or CompositeExplicitAutograd) kernel taking the same
+//     arguments (by name and type, in their order) and then one Tensor
+//     out= argument per result, is computed through that overload: its
+//     results are allocated on the device with the shapes and dtypes the
+//     shape function gives (kept per key, Note [Shape cache]), and the out=
+//     kernel writes them in place. No copy. Not through an out= overload
+//     torch generates (tagged generated: native_batch_norm_backward.out),
+//     which runs the functional CPU kernel and copies its results: rule 3
+//     makes them without the copies. add.Tensor, mm, sum.dim_IntList,
+//     _softmax and topk (through topk.values) run this way. The shape
+//     function of a structured operator is the first step of its CPU
 //     kernel, so the results are the CPU's in every respect. The Meta
 //     kernel is not used instead: for most aten operators it is a Python
-//     function, a hundred times slower, and for some it disagrees with the
-//     CPU kernel (mse_loss_backward on int32 tensors gives int64 results).
+//     function (torch/_meta_registrations.py), a hundred times slower and
+//     holding the GIL, and for some it disagrees with the CPU kernel
+//     (mse_loss_backward on int32 tensors gives int64 results).
 //  2. When the shape function raises, or the out= kernel resizes a result
 //     it was given (it wanted another shape than the meta one:
 //     mse_loss.out computes the elementwise loss into it, then reduces),
@@ -219,17 +242,21 @@ Rule::Results resultsOf(const c10::FunctionSchema& schema) {
 //     from then on.
 //  3. Every other operator runs its CPU kernel on host aliases of the
 //     device tensors: in-place and out= forms write the device memory, view
-//     forms return views of it, and new results are allocated by the CPU
-//     kernel in device memory and become the device tensors (Note [Kernel
-//     results in device memory] in Allocator.cpp), or are copied to the
-//     device once where the device could not hold them.
+//     forms return views of it, and new results (nonzero, masked_select,
+//     _unique2, and the first call with a key of an operator that learns
+//     its shapes) are allocated by the CPU kernel in device memory and
+//     become the device tensors (Note [Kernel results in device memory] in
+//     Allocator.cpp); a result the device could not hold is computed into
+//     host memory and copied to the device once, by a kernel on the stream.
+//     Data-dependent shapes need no special case.
 // Whether the host waits for the kernel is Note [Queued operators] in
 // Launch.cpp: an in-place form's shape function (at::meta::add_) checks its
 // arguments before it is queued.
-// A random operator without a generator argument draws from the device's
-// default generator (Note [Device generators on CPU kernels]), and the
-// operators that take CPU tensors by design (copies, tensor_split) skip the
-// same-device check (Note [Device misuse]).
+// A random operator without a generator argument (native_dropout) draws
+// from the device's default generator (Note [Device generators on CPU
+// kernels]), and the operators that take CPU tensors by design (copies,
+// tensor_split) skip the same-device check (Note [Device misuse]).
+// --8<-- [end:how-an-emulated-operator-runs]
 Rule::Rule(const c10::OperatorHandle& handle, bool has_shape)
     : op(handle), has_shape_function(has_shape) {
   const c10::FunctionSchema& schema = op.schema();

@@ -184,8 +184,9 @@ typedef accError_t (*accKernelFn_t)(void* user_data);
 /* Enqueues `fn(user_data)` on `stream`; returns without waiting for work
  * queued before it. For its duration the kernel may read and write the
  * device allocations that hold the `num_buffers` pointers in `buffers` (and
- * no others): see Note [Device memory access] in docs/driver-interface.md.
- * NULL entries are skipped; a pointer that is not in any allocation is
+ * no others): see Note [Device memory access] (the emulator's
+ * src/allocation.cpp, quoted in docs/driver-interface.md). NULL entries are
+ * skipped; a pointer that is not in any allocation is
  * accErrorInvalidValue. The driver may run the kernel before returning when
  * nothing is queued before it: the emulator does for a kernel whose
  * allocations hold at most 1 MiB (Note [Small work on an idle stream]), so a

@@ -1,20 +1,56 @@
-// Emulated execution of operators on the device (Note [Emulated execution]
-// in docs/operators.md), and the fallbacks of operators a backend does not
-// list.
+// Emulated execution of operators on the device, and the fallbacks of
+// operators a backend does not list.
 //
-// The emulated device's memory is host memory behind a guard, so an
-// operator's CPU kernel can run straight on it: every device tensor argument
-// is viewed as a CPU tensor over the same bytes, the CPU kernel runs as a
-// device kernel on the current stream (with access to exactly those
-// allocations), and the results are mapped back: in-place and out= results
-// are the device tensors themselves, views stay views of the device storage,
-// and new results are either computed into device memory through the
-// operator's out= overload or copied once. Which of the two ways an
-// operator takes is decided by the runtime, by one rule for every operator
-// (Note [How an emulated operator runs] in src/emulate/Rule.cpp): the
-// registration files only name the operator and, where torch has one, its
-// C++ shape function. Kernel starters in user-owned files call the same
-// engine through emulate::call.
+// --8<-- [start:emulated-execution]
+// Note [Emulated execution]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// The emulated device's memory is host memory that the emulator keeps
+// inaccessible (PROT_NONE) except to kernels that name it (Note [Device
+// memory access] in the emulator). An emulated operator therefore needs no
+// copies:
+//  1. Each device tensor argument is viewed as a CPU tensor over the same
+//     bytes: same sizes, strides and storage offset, a non-owning DataPtr
+//     (hostAlias). Device tensors that share a storage get aliases that
+//     share one host storage, so the CPU kernel's overlap checks
+//     (add(x[:4], 1, out=x[2:])) see what the device tensors share and
+//     refuse the same things.
+//  2. The CPU kernel runs, by redispatching the operator to the CPU key,
+//     inside one kernel on the device's current stream, with the
+//     allocations of all arguments and results as its buffers (as
+//     runOnDevice runs a vendor's CPU code): it runs after the work queued
+//     on the stream. On an idle stream the emulator runs it on the calling
+//     thread, which is what makes small operators cheap; behind queued
+//     work the stream's worker runs it, and the call returns at once where
+//     its results are known ahead (Note [Queued operators] in
+//     src/emulate/Launch.cpp). The CPU kernel runs below autograd, as the
+//     device kernel it replaces would.
+//  3. An exception the CPU kernel throws (a shape error, an IndexError for
+//     an index out of range) is captured on whichever thread ran the
+//     kernel and rethrown on the caller's thread after the launch
+//     returned: Python sees the CPU's exception type and message. Warnings
+//     it raises are collected there and raised again on the caller's
+//     thread, so warnings.catch_warnings sees them.
+//  4. Results map back: an in-place or out= result is the device tensor
+//     that was passed (the same Python object); a view of an argument
+//     becomes a view of the device storage (unfold); a new result is made
+//     in device memory, by the out= overload or by the CPU kernel itself
+//     (Note [Kernel results in device memory] in src/Allocator.cpp); an
+//     out= argument the CPU kernel resized gets the new geometry, and if it
+//     had to grow, its bytes move to a grown device storage, copied once.
+//  5. Random operators draw from the device's generator: their Generator?
+//     argument (or the device's default generator) is replaced by a CPU
+//     generator holding its engine's state, and the device generator moves
+//     on to its next offset afterwards (Note [Device generators on CPU
+//     kernels] in accgen/runtime/CpuGenerator.h, Note [Device generator
+//     state] in src/Generator.cpp). torch.<device>.manual_seed therefore
+//     makes them reproducible, and the CPU generator plays no part.
+// Which way an operator runs (through its out= overload, or on host
+// aliases) is decided by one rule for every operator (Note [How an
+// emulated operator runs] in src/emulate/Rule.cpp): the registration files
+// only name the operator and, where torch has one, its C++ shape function.
+// Kernel starters in user-owned files call the same engine through
+// emulate::call.
+// --8<-- [end:emulated-execution]
 #pragma once
 
 #include <cstdint>
@@ -183,8 +219,8 @@ void cpuFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 /// for an `emulate` entry of the spec (Note [How an emulated operator
 /// runs]): arguments are viewed in place, in-place and out= results are
 /// written in place, views stay views of the device tensors, new results
-/// are computed into device memory through the operator's out= overload or
-/// copied once.
+/// are made in device memory (Note [Emulate fallback] in
+/// src/emulate/Boxed.cpp).
 void emulateFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // --8<-- [end:fallback-functions]
 

@@ -2,7 +2,8 @@
 // (csrc/ops/RegisterKernels.cpp of a backend): the Meta inputs that give a
 // derived form its result shapes, the device of new results and their
 // allocation. How the forms of a group derive from its one kernel: Note [One
-// kernel for a group] in docs/operators.md.
+// kernel for a group] in accgen's generator/emit/operators_kernels.cpp
+// (quoted in docs/operators.md).
 #pragma once
 
 #include <optional>

@@ -65,13 +65,19 @@ class StubBuffers {
   c10::ArrayRef<const void*> buffers() const { return buffers_; }
 
  private:
+  // --8<-- [start:stub-entries-do-not-cast]
   // Note [Emulated stub entries do not cast]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
   // On the CPU, a TensorIterator casts inputs to the computation dtype (and
   // results back) before the loop runs; on any other device it leaves that
-  // to the device's kernel, which reads each operand in its own dtype. The
-  // stub's CPU loop cannot: it would read an int64 input of sin as floats.
-  // Refuse instead of computing garbage (bool results of comparisons and
-  // CPU scalars are read correctly).
+  // to the device's kernel, which reads each operand in its own dtype (as
+  // CUDA's loops do). The stub's CPU loop cannot: it would read an int64
+  // input of sin as floats. So the emulated entry refuses operands of
+  // another dtype than the computation's (torch.sin of an int64 tensor),
+  // with an error that says so, instead of computing garbage; bool results
+  // of comparisons and CPU scalars are read correctly. An operator that
+  // needs casts is listed `emulate` until its stub has a device kernel.
+  // --8<-- [end:stub-entries-do-not-cast]
   static void checkDtypes(const at::TensorIteratorBase& iter) {
     const auto common = iter.maybe_common_dtype();
     if (!common.has_value()) {
@@ -120,6 +126,7 @@ struct OnDevice<stub, void (*)(Args...)> {
 };
 
 // Note [Stub entries of the owner only]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A DispatchStub's PrivateUse1 entry is one pointer for the whole process,
 // as the dispatcher's kernels are one table: a backend loaded after another
 // one took the PrivateUse1 device type must leave the owner's entries
@@ -140,7 +147,7 @@ class DeviceEntry {
 // computing into a given out= tensor: its meta() decides the result's
 // shape, dtype and strides, which the tensor takes as an out= argument
 // does, and its impl() runs the stub (Note [Stubs of structured operators]
-// in docs/operators.md).
+// in accgen's generator/emit/operators.cpp).
 template <class Kernel>
 class IntoOutput final : public Kernel {
  public:

@@ -1,12 +1,22 @@
 // The emulation engine's internals that templates and the runtime's other
 // parts need. Not an API: a vendor calls what accgen/runtime/Emulate.h
 // declares. Where each job lives in runtime/src/emulate/:
+//   Engine.h     what the engine's files share: Call, Rule, the launches
 //   Rule.cpp     what the engine knows of an operator, and how it runs
 //   Engine.cpp   the one algorithm (run), the shape cache and its keys
 //   Aliases.cpp  host aliases of device tensors, results back to the device
-//   Launch.cpp   kernels on the device's streams, warnings, exit
-//   Boxed.cpp    the boxed representation, the fallbacks
-// The typed representation is below: it is instantiated per operator.
+//   Launch.cpp   kernels on the device's streams, queued operators,
+//                warnings, exit
+//   Typed.cpp    the typed representation: the Call over TypedArgs
+//   Boxed.cpp    the boxed representation, the emulate fallback
+//   Loops.cpp    structured loops on the device tensors (rule 0)
+// and in this directory:
+//   EmulateEngine.h    this file: the typed representation (TypedKernel,
+//                      instantiated per operator), the shape cache, the
+//                      alias set
+//   StructuredLoops.def  the table of rule 0's operators and their stubs
+//   StructuredLoops.h  rule 0's kernel (LoopKernel), for the operators of
+//                      the table
 #pragma once
 
 #include <array>
@@ -251,6 +261,7 @@ Rule& typedRule(const c10::OperatorHandle& op, bool has_shape_function);
 bool runsOnHostAliases(const Rule& rule) noexcept;
 
 // Note [Two argument representations]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // The engine runs one algorithm (run, in src/emulate/Engine.cpp) over one
 // call's arguments, whatever their representation: a stack of IValues
 // (boxed calls: the fallbacks, and operators whose signature the typed
