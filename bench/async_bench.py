@@ -4,9 +4,8 @@
 
 Each scenario runs on the device twice, in one run: as the backend runs it
 (operators queued, Note [Queued operators] in runtime/src/emulate/Launch.cpp)
-and under ACCGEN_LAUNCH_BLOCKING=1 (every operator waits, as the device did
-before operators were queued), in a child process each, and once on the
-CPU. For each it prints the host's time to issue the work ("host"), the
+and under ACCGEN_LAUNCH_BLOCKING=1 (every operator waits), in a child
+process each, and once on the CPU. For each it prints the host's time to issue the work ("host"), the
 time the following synchronize waited ("sync") and their sum ("total"),
 medians over `repeat` rounds after a warm-up round.
 
@@ -16,9 +15,9 @@ medians over `repeat` rounds after a warm-up round.
   pinned copy      twenty 1024x1024 matmuls, then a 1024x1024 pinned
                    to(device, non_blocking=True)
 
-Target (the issue of asynchrony): the queued host time is a small part of
-the total wherever the results are known ahead, and the totals match the
-blocking ones.
+Target (docs/operators.md, "Figures"): the queued host time is a small
+part of the total wherever the results are known ahead, and the totals
+match the blocking ones.
 """
 import json
 import os

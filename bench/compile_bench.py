@@ -14,7 +14,7 @@ which compiles it, each in a fresh process with Inductor's caches off (the
 first compile on a fresh machine).
 Targets (docs/compile.md): device compiled <= device eager, and device
 compiled within 10% of CPU compiled; for the small transformer within 5%
-(docs/operators.md, "The emulation's fixed cost").
+(docs/operators.md, "Figures").
 """
 import copy
 import os

@@ -11,9 +11,8 @@ fallback for the rest. Each figure is the median over `repeat` rounds; in
 each round both sides take about 0.3 s of steps in turn (common.timeit), so
 that load from elsewhere moves both alike, and the ratio is the median of
 the per-round ratios.
-Targets (docs/operators.md, "The emulation's fixed cost"): device/cpu <= 1.10
-at both sizes (the small size's target was 1.25 before the emulation-engine
-work). The emulator's environment (ACCGEN_EMU_PROTECT, ...) applies.
+Target (docs/operators.md, "Figures"): device/cpu <= 1.10 at both sizes.
+The emulator's environment (ACCGEN_EMU_PROTECT, ...) applies.
 """
 import pathlib
 import statistics

@@ -27,9 +27,9 @@ cpu out= and device out= once in turn (each fallback alternates with the
 CPU in rounds of its own), and each ratio is the median of the per-round
 ratios: load from elsewhere on the machine then moves both sides of a ratio
 alike. Ratios are device/cpu, emulate/cpu and cpu-fb/emulate. Targets
-(docs/operators.md): large device/cpu <= 1.10, small device/cpu <= 2
-(for add, mul and sum <= 1.5, the target of the emulation-engine work);
-small emulate/cpu <= 2, large cpu-fb/emulate >= 3.
+(docs/operators.md, "Figures"): large device/cpu <= 1.10, small
+device/cpu <= 2 (for add, mul and sum <= 1.5); small emulate/cpu <= 2,
+large cpu-fb/emulate >= 3.
 The emulator's environment (ACCGEN_EMU_PROTECT, ACCGEN_EMU_SPIN_US) applies.
 """
 import os

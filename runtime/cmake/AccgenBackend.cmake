@@ -235,8 +235,8 @@ endfunction()
 # runtime's exported C++ API rules out), and calls into torch load their
 # address from the GOT, resolved when the library loads. Timed against the
 # build without, the two alternating in separate processes, the small CNN's
-# training step went from a median 1.128x the CPU's to 1.093x
-# (docs/operators.md, "The emulation's fixed cost").
+# training step takes a median 1.093x the CPU's, against 1.128x without
+# (docs/operators.md, "Where the device's time goes").
 function(_accgen_direct_calls target)
   if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
     target_compile_options(${target} PRIVATE -fno-semantic-interposition -fno-plt)
