@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the documentation site into site/ with `mkdocs build --strict` (a
 # broken link, a missing file or a missing snippet section fails it) and
-# checks the snippet markers the guide quotes code through
-# (scripts/check_doc_markers.py: unbalanced, stale or misplaced markers).
+# checks what ties the pages to the code (scripts/check_doc_markers.py:
+# unbalanced, stale or misplaced snippet markers; Notes cited but not
+# defined, defined twice or defined in docs/; a work log's phrases in
+# docs/).
 # Installs the pinned tools of docs/requirements.txt when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
