@@ -58,7 +58,12 @@ export PATH=$ROOT/build/install/bin:$PATH
 
 if [ -f generated_example/pyproject.toml ]; then
   section "build and install the example backend"
-  "$PY" -m pip install -q --no-build-isolation ./generated_example
+  # The compiler cache's base is the project, as for the backends the
+  # suites build: the runtime's units then have the same compile lines in
+  # each, and are compiled once (Note [The runtime does not read the
+  # backend's configuration]).
+  CCACHE_BASEDIR=$ROOT/generated_example \
+    "$PY" -m pip install -q --no-build-isolation ./generated_example
 fi
 
 # The example's generated conformance suite runs once, on the build under

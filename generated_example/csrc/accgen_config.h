@@ -2,8 +2,8 @@
 // Regenerate with `accgen generate`; edits here are reported, not kept.
 // clang-format off
 //
-// The configuration of the accel backend that accgen's runtime is
-// compiled with (accgen/runtime/Config.h reads it).
+// The configuration of the accel backend, read by the one unit of accgen's
+// runtime that reads it (src/Config.cpp).
 #pragma once
 
 #define ACCGEN_DEVICE_NAME "accel"

@@ -166,6 +166,9 @@ set(ACCGEN_RUNTIME_PROFILER_SOURCE "${ACCGEN_RUNTIME_DIR}/src/Profiler.cpp")
 # headers, which include all of ATen: a unit of their own.
 set(ACCGEN_RUNTIME_DISTRIBUTED_SOURCE "${ACCGEN_RUNTIME_DIR}/src/Distributed.cpp")
 set(ACCGEN_RUNTIME_GLOO_SOURCE "${ACCGEN_RUNTIME_DIR}/src/GlooCollectives.cpp")
+# Note [The runtime does not read the backend's configuration]: the one
+# unit that reads accgen_config.h, compiled with the backend's own.
+set(ACCGEN_RUNTIME_CONFIG_SOURCE "${ACCGEN_RUNTIME_DIR}/src/Config.cpp")
 set(ACCGEN_RUNTIME_SOURCES ${ACCGEN_RUNTIME_SOURCES_A} ${ACCGEN_RUNTIME_SOURCES_B}
     ${ACCGEN_RUNTIME_PROFILER_SOURCE} ${ACCGEN_RUNTIME_DISTRIBUTED_SOURCE})
 set_source_files_properties(${ACCGEN_RUNTIME_SOURCES_A} PROPERTIES
@@ -256,7 +259,6 @@ function(accgen_add_backend name)
       "accgen_add_backend(${name}): ${arg_CONFIG_DIR}/accgen_config.h does not "
       "exist; run `accgen generate`")
   endif()
-  # --8<-- [start:driver-link]
   if(NOT arg_DRIVER)
     set(arg_DRIVER accgen::emulator)
   endif()
@@ -273,7 +275,40 @@ function(accgen_add_backend name)
   if(arg_COLLECTIVES)
     set(collectives_source "")
   endif()
-  add_library(${core} SHARED ${ACCGEN_RUNTIME_SOURCES} ${collectives_source}
+  get_target_property(driver_includes ${arg_DRIVER} INTERFACE_INCLUDE_DIRECTORIES)
+
+  # The runtime's units, apart from the backend's: nothing of the backend
+  # (its name, its configuration directory, its target's name) reaches
+  # their compile lines, so a compiler cache serves them to every backend
+  # built against the same accgen, torch and driver (Note [The runtime does
+  # not read the backend's configuration] in src/Config.cpp). The first
+  # backend of a CMake project names the target accgen_runtime, the same in
+  # every project.
+  set(runtime accgen_runtime)
+  if(TARGET ${runtime})
+    set(runtime ${core}_runtime)
+  endif()
+  add_library(${runtime} OBJECT ${ACCGEN_RUNTIME_SOURCES} ${collectives_source})
+  target_compile_features(${runtime} PUBLIC cxx_std_20)
+  _accgen_direct_calls(${runtime})
+  target_include_directories(${runtime} PRIVATE
+    "${ACCGEN_RUNTIME_DIR}/include" "${driver_includes}")
+  target_link_libraries(${runtime} PRIVATE accgen::torch ${arg_DRIVER})
+  # Torch's headers dominate every translation unit: one precompiled
+  # header, which the backend's own units use too.
+  target_precompile_headers(${runtime} PRIVATE
+    "${ACCGEN_RUNTIME_DIR}/include/accgen/runtime/Precompiled.h")
+  set_source_files_properties(${ACCGEN_RUNTIME_PROFILER_SOURCE} PROPERTIES
+    SKIP_UNITY_BUILD_INCLUSION ON
+    SKIP_PRECOMPILE_HEADERS ON
+    COMPILE_DEFINITIONS USE_KINETO
+    INCLUDE_DIRECTORIES "${ACCGEN_TORCH_DIR}/include/kineto")
+  set_target_properties(${runtime} PROPERTIES
+    UNITY_BUILD ON
+    UNITY_BUILD_MODE GROUP
+    POSITION_INDEPENDENT_CODE ON)
+
+  add_library(${core} SHARED $<TARGET_OBJECTS:${runtime}> ${ACCGEN_RUNTIME_CONFIG_SOURCE}
               ${arg_GENERATED_SOURCES} ${arg_SOURCES})
   _accgen_unity_batches(${core} ${arg_GENERATED_SOURCES})
   target_compile_features(${core} PUBLIC cxx_std_20)
@@ -284,23 +319,23 @@ function(accgen_add_backend name)
       "$<BUILD_INTERFACE:${config_dir}>"
     PRIVATE
       "${CMAKE_CURRENT_SOURCE_DIR}")
+  # --8<-- [start:driver-link]
+  # DRIVER: accgen::emulator unless given.
   target_link_libraries(${core} PUBLIC accgen::torch
                         PRIVATE ${arg_DRIVER} ${arg_COLLECTIVES})
   # The driver interface's header is part of the runtime's API.
-  get_target_property(driver_includes ${arg_DRIVER} INTERFACE_INCLUDE_DIRECTORIES)
   target_include_directories(${core} PUBLIC "${driver_includes}")
   # --8<-- [end:driver-link]
-  # Torch's headers dominate every translation unit: one precompiled header.
-  target_precompile_headers(${core} PRIVATE
-    "${ACCGEN_RUNTIME_DIR}/include/accgen/runtime/Precompiled.h")
-  set_source_files_properties(${ACCGEN_RUNTIME_PROFILER_SOURCE} PROPERTIES
+  target_precompile_headers(${core} REUSE_FROM ${runtime})
+  set_source_files_properties(${ACCGEN_RUNTIME_CONFIG_SOURCE} PROPERTIES
     SKIP_UNITY_BUILD_INCLUSION ON
-    SKIP_PRECOMPILE_HEADERS ON
-    COMPILE_DEFINITIONS USE_KINETO
-    INCLUDE_DIRECTORIES "${ACCGEN_TORCH_DIR}/include/kineto")
+    SKIP_PRECOMPILE_HEADERS ON)
   set_target_properties(${core} PROPERTIES
     UNITY_BUILD ON
     UNITY_BUILD_MODE GROUP
+    # No <target>_EXPORTS macro: the backend's units keep the compile line
+    # of the runtime's, whose precompiled header they use.
+    DEFINE_SYMBOL ""
     OUTPUT_NAME torch_${name}
     # Installed in <package>/lib, torch in site-packages/torch/lib.
     INSTALL_RPATH "$ORIGIN/../../torch/lib")
@@ -314,8 +349,9 @@ function(accgen_add_backend name)
     target_compile_features(${core}_device PRIVATE cxx_std_20)
     set_target_properties(${core}_device PROPERTIES PREFIX "lib"
       LIBRARY_OUTPUT_DIRECTORY "$<TARGET_FILE_DIR:${core}>")
-    target_compile_definitions(${core} PRIVATE
-      ACCGEN_DEVICE_MODULE="lib${core}_device.so")
+    # Read by src/Config.cpp alone.
+    set_property(SOURCE ${ACCGEN_RUNTIME_CONFIG_SOURCE} TARGET_DIRECTORY ${core}
+      APPEND PROPERTY COMPILE_DEFINITIONS ACCGEN_DEVICE_MODULE="lib${core}_device.so")
     add_dependencies(${core} ${core}_device)
   endif()
   # A driver that runs a program of its own (the remote driver's device
@@ -352,6 +388,10 @@ function(accgen_add_backend name)
     endif()
     set_target_properties(${module} PROPERTIES
       OUTPUT_NAME _C
+      # No <target>_EXPORTS macro: Module.cpp's compile line is the same in
+      # every backend (Note [The runtime does not read the backend's
+      # configuration]).
+      DEFINE_SYMBOL ""
       CXX_VISIBILITY_PRESET hidden
       VISIBILITY_INLINES_HIDDEN ON
       INSTALL_RPATH "$ORIGIN/lib;$ORIGIN/../torch/lib")

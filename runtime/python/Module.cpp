@@ -382,7 +382,7 @@ accError_t sleepKernel(void* user_data) {
 
 PYBIND11_MODULE(_C, m) {
   using namespace accgen::runtime;
-  m.doc() = "Bindings of the " ACCGEN_DEVICE_NAME " device runtime";
+  m.doc() = std::string("Bindings of the ") + kDeviceName + " device runtime";
   initDriver();
   pthread_atfork(nullptr, nullptr, &markChildAfterFork);
 

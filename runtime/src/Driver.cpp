@@ -149,7 +149,9 @@ void refuseHostCode() {
 }
 
 accFunction_t deviceFunction(const char* name) {
-#ifdef ACCGEN_DEVICE_MODULE
+  TORCH_CHECK(*kDeviceModule != '\0', kDeviceName, ": ", name,
+              " asked for, but the backend has no device module (device "
+              "code in DEVICE_SOURCES of accgen_add_backend)");
   struct Module {
     std::mutex mutex;
     accModule_t handle = nullptr;
@@ -167,7 +169,7 @@ accFunction_t deviceFunction(const char* name) {
                     info.dli_fname != nullptr,
                 kDeviceName, ": cannot locate the backend's library");
     std::string path = info.dli_fname;
-    path = path.substr(0, path.find_last_of('/') + 1) + ACCGEN_DEVICE_MODULE;
+    path = path.substr(0, path.find_last_of('/') + 1) + kDeviceModule;
     initDriver();
     const accError_t loaded = accModuleLoad(&module.handle, path.c_str());
     TORCH_CHECK(loaded == accSuccess, kDeviceName,
@@ -180,11 +182,6 @@ accFunction_t deviceFunction(const char* name) {
               "function ", name, " (", accGetErrorString(found), ")");
   module.functions.emplace(name, function);
   return function;
-#else
-  TORCH_CHECK(false, kDeviceName, ": ", name,
-              " asked for, but the backend has no device module (device "
-              "code in DEVICE_SOURCES of accgen_add_backend)");
-#endif
 }
 
 namespace {
