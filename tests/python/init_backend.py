@@ -16,11 +16,13 @@ import textwrap
 ACCGEN = os.environ.get("ACCGEN_BIN")
 PREFIX = os.environ.get("ACCGEN_PREFIX")
 HERE = os.path.dirname(os.path.abspath(__file__))
-# The backends built for one file's tests alone (the remote port, the
-# error-policy backend), unoptimised: they compile in about half the time
-# of -O3, and their tests check behaviour, not speed. The example and the
-# `accgen init` project are built as a vendor builds them. scikit-build-core
-# reads its cmake.define setting from this variable too.
+# The error-policy backend, built with build isolation (its torch in a
+# temporary environment of pip's, so no compiler cache serves it),
+# unoptimised: it compiles in about half the time of -O3, and its tests
+# check behaviour, not speed. The example, the `accgen init` project and
+# the remote port are built as a vendor builds them, and share the
+# runtime's objects through the compiler cache. scikit-build-core reads its
+# cmake.define setting from this variable too.
 TEST_ONLY_BUILD = {"SKBUILD_CMAKE_DEFINE": "CMAKE_CXX_FLAGS_RELEASE=-O0 -DNDEBUG"}
 
 
