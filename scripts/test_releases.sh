@@ -147,8 +147,12 @@ leg() {
     echo "FAIL torch $RELEASE: the regenerated lock does not record torch $RELEASE"
     return 1
   }
+  # The cache's base is the project, as for the remote port below, whose
+  # runtime's units then come from this build's (Note [The runtime does not
+  # read the backend's configuration]).
   step "build and install the example" "$work/build.log" \
-    env PATH="$path" "$py" -m pip install -v --no-build-isolation "$work/example" || return 1
+    env PATH="$path" CCACHE_BASEDIR="$work/example" \
+    "$py" -m pip install -v --no-build-isolation "$work/example" || return 1
 
   step "conformance suite" "$work/conformance.log" \
     bash -c 'cd "$1" && shift && exec "$@"' _ "$work/example" \
