@@ -102,6 +102,20 @@ function(accgen_find_torch)
       "torch.__version__ of the build")
 endfunction()
 
+# Sets, in the caller's scope, each setting of config_dir/accgen_config.h
+# whose name (after ACCGEN_) matches the regular expression `names`, to its
+# value without quotes: `#define ACCGEN_GENERATED_BY "0.1.0"` sets
+# ACCGEN_GENERATED_BY to 0.1.0. Settings the file lacks are left as they are.
+macro(_accgen_read_config config_dir names)
+  file(STRINGS "${config_dir}/accgen_config.h" _accgen_config_lines
+       REGEX "^#define ACCGEN_(${names}) ")
+  foreach(_accgen_config_line IN LISTS _accgen_config_lines)
+    if(_accgen_config_line MATCHES "^#define (ACCGEN_[A-Z_]+) \"?([^\"]*)\"?$")
+      set(${CMAKE_MATCH_1} "${CMAKE_MATCH_2}")
+    endif()
+  endforeach()
+endmacro()
+
 # Refuses, at configure time, a build that cannot match what the backend
 # was generated for (accgen_config.h's ACCGEN_TORCH_RELEASE and
 # ACCGEN_GENERATED_BY): a torch of another release than the one the
@@ -109,15 +123,9 @@ endfunction()
 # differ, and an accgen older than the one that generated it, whose runtime
 # lacks what the generated code uses.
 function(_accgen_check_generated_for name config_dir)
-  file(STRINGS "${config_dir}/accgen_config.h" lines
-       REGEX "^#define ACCGEN_(TORCH_RELEASE|GENERATED_BY) ")
   set(ACCGEN_TORCH_RELEASE "")
   set(ACCGEN_GENERATED_BY "")
-  foreach(line IN LISTS lines)
-    if(line MATCHES "^#define (ACCGEN_[A-Z_]+) \"([^\"]*)\"$")
-      set(${CMAKE_MATCH_1} "${CMAKE_MATCH_2}")
-    endif()
-  endforeach()
+  _accgen_read_config("${config_dir}" "TORCH_RELEASE|GENERATED_BY")
   string(REGEX REPLACE "[+].*$" "" torch_release "${ACCGEN_TORCH_VERSION}")
   if(ACCGEN_TORCH_RELEASE AND torch_release AND
      NOT torch_release VERSION_EQUAL ACCGEN_TORCH_RELEASE)
@@ -145,9 +153,10 @@ function(_accgen_check_generated_for name config_dir)
   endif()
 endfunction()
 
-# The runtime's C++ sources, compiled into every backend in two unity
-# translation units of about equal cost (one per core), so that torch's
-# headers are read twice rather than once per source.
+# The runtime's C++ sources, compiled into every backend in unity
+# translation units, so that torch's headers are read once per unit rather
+# than once per source: A and B of about equal cost (one per core), and C
+# for the distributed sources below.
 set(ACCGEN_RUNTIME_SOURCES_A
   emulate/Rule.cpp emulate/Engine.cpp emulate/Aliases.cpp emulate/Launch.cpp
   emulate/Boxed.cpp emulate/Typed.cpp emulate/Loops.cpp Fallback.cpp Registration.cpp Tuning.cpp Driver.cpp
@@ -190,15 +199,9 @@ function(_accgen_refuse_host_code name driver config_dir)
   if(addressable STREQUAL "addressable-NOTFOUND" OR addressable)
     return()
   endif()
-  file(STRINGS "${config_dir}/accgen_config.h" lines
-       REGEX "^#define ACCGEN_(NEEDS_HOST_[A-Z]+|HOST_COPIES|EMULATE_FALLBACK) ")
   set(ACCGEN_HOST_COPIES 0)
   set(ACCGEN_EMULATE_FALLBACK 0)
-  foreach(line IN LISTS lines)
-    if(line MATCHES "^#define (ACCGEN_[A-Z_]+) \"?([^\"]*)\"?$")
-      set(${CMAKE_MATCH_1} "${CMAKE_MATCH_2}")
-    endif()
-  endforeach()
+  _accgen_read_config("${config_dir}" "NEEDS_HOST_[A-Z]+|HOST_COPIES|EMULATE_FALLBACK")
   set(refused "")
   if(ACCGEN_NEEDS_HOST_ACCESS)
     string(APPEND refused "\n  `stub` entries (ATen's CPU loops): ${ACCGEN_NEEDS_HOST_ACCESS}")
@@ -291,8 +294,8 @@ function(accgen_add_backend name)
   add_library(${runtime} OBJECT ${ACCGEN_RUNTIME_SOURCES} ${collectives_source})
   target_compile_features(${runtime} PUBLIC cxx_std_20)
   _accgen_direct_calls(${runtime})
-  target_include_directories(${runtime} PRIVATE
-    "${ACCGEN_RUNTIME_DIR}/include" "${driver_includes}")
+  target_include_directories(${runtime} PRIVATE "${ACCGEN_RUNTIME_DIR}/include")
+  # The driver's interface headers come with its target.
   target_link_libraries(${runtime} PRIVATE accgen::torch ${arg_DRIVER})
   # Torch's headers dominate every translation unit: one precompiled
   # header, which the backend's own units use too.
