@@ -20,6 +20,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "generated_example"
@@ -76,7 +77,7 @@ def test_the_suite_fails_on_the_wrong_kernel_alone(tmp_path, device):
     # The report names the function, its kind and form, the dtype, the input
     # and the difference.
     assert re.search(r"relu \(kernel, functional\) on accel, float32, input \d "
-                     r"\(OpInfo 'nn.functional.relu', call \d: self=\(\d+(, \d+)*\) "
+                     r"\(OpInfo 'nn.functional.relu', call \d: self=\(\d+(,|(, \d+)+)\) "
                      r"float32\), value 0 differs from the CPU: largest difference",
                      r.stdout), r.stdout[-4000:]
 
@@ -152,3 +153,27 @@ def test_the_example_kernels_treat_special_values_as_the_cpu(device):
         for dtype in ("float32", "float64"):
             suite.check_operator(conformance.OperatorCase(
                 name, "kernel", form, name.split(".")[0], dtype))
+
+
+def test_opinfo_samples_are_the_entrys_own_without_torchs_tracking(checks):
+    # Note [OpInfo samples without torch's tracking]: the suite draws an
+    # entry's samples from its sample function. They are the samples
+    # `OpInfo.sample_inputs` gives, in the same order, and the same values on
+    # every call; and `sample_inputs` still wraps them in torch's tracking
+    # iterator, the cost the suite avoids.
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    op = next(o for o in op_db if o.name == "nn.functional.conv2d")
+    tracked = op.sample_inputs("cpu", torch.float32)
+    assert type(tracked).__name__ == "TrackedInputIter", type(tracked)
+
+    def shapes(samples):
+        return [(tuple(s.input.shape),
+                 [tuple(a.shape) for a in s.args if isinstance(a, torch.Tensor)],
+                 sorted(s.kwargs)) for s in samples]
+
+    ours = list(checks.opinfo_samples(op, "cpu", torch.float32))
+    assert ours and shapes(ours) == shapes(tracked)
+    again = list(checks.opinfo_samples(op, "cpu", torch.float32))
+    for first, second in zip(ours, again):
+        torch.testing.assert_close(first.input, second.input)

@@ -15,6 +15,7 @@ or of random draws in another order), or it is KNOWN here, with its reason;
 a KNOWN entry that passes fails the test too, so the list stays true. At
 least 99% of the entries torch does not exclude must pass.
 """
+import itertools
 import os
 import pathlib
 import unittest
@@ -69,8 +70,8 @@ def _group_of(name: str) -> str:
     return base
 
 
-def _compare(op, sample, device):
-    torch.manual_seed(0)
+def _compare(op, sample, device, checks):
+    checks.seed(device, 0)
     try:
         want = op(sample.input, *sample.args, **sample.kwargs)
     except Exception:  # noqa: BLE001 - the CPU refuses this sample too
@@ -80,7 +81,7 @@ def _compare(op, sample, device):
     # Factory samples name the device they were made for.
     kwargs = {key: device if key == "device" and torch.device(value).type == "cpu"
               else value for key, value in moved.kwargs.items()}
-    torch.manual_seed(0)
+    checks.seed(device, 0)
     got = op(moved.input, *moved.args, **kwargs)
     got_leaves, _ = tree_flatten(got)
     want_leaves, _ = tree_flatten(want)
@@ -97,15 +98,18 @@ def _compare(op, sample, device):
             assert g == w or (g != g and w != w), (g, w)
 
 
-def test_opinfo_operators_match_the_cpu(device, mod):
+def test_opinfo_operators_match_the_cpu(device, mod, checks):
     ops = [op for op in op_db
            if torch.float32 in op.supported_dtypes("cpu")]
     ran, passed, failures, unexpected_passes = 0, 0, {}, []
     excluded = 0
     for op in ops:
         try:
-            for sample in list(op.sample_inputs("cpu", torch.float32))[:SAMPLES]:
-                _compare(op, sample, device)
+            # The backend's own sampling (Note [OpInfo samples without
+            # torch's tracking] in its _conformance/inputs.py).
+            samples = checks.opinfo_samples(op, "cpu", torch.float32)
+            for sample in itertools.islice(samples, SAMPLES):
+                _compare(op, sample, device, checks)
         except Exception as error:  # noqa: BLE001 - reported below
             if _skipped_by_torch(op):
                 excluded += 1

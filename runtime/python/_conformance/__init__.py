@@ -37,7 +37,7 @@ from .cases import (
     overload_of,
 )
 from .compare import describe_inputs
-from .inputs import opinfo_inputs, schema_inputs
+from .inputs import opinfo_inputs, opinfo_samples, schema_inputs, seed
 from .runtime_checks import (
     RuntimeCase,
     check_accelerator,

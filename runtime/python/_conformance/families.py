@@ -8,7 +8,7 @@ import torch
 from torch.utils._pytree import tree_flatten
 
 from .compare import _assert_same
-from .inputs import _tensor
+from .inputs import _tensor, seed
 
 if TYPE_CHECKING:
     from .suite import Suite
@@ -120,7 +120,7 @@ def _compare_call(suite: Suite, dtype: torch.dtype, what: str,
     def run(device: str):
         moved = [t.detach().to(device).requires_grad_(t.is_floating_point())
                  for t in inputs]
-        torch.manual_seed(0)
+        seed(suite.device, 0)
         result = fn(*moved)
         outputs = [t for t in tree_flatten(result)[0]
                    if isinstance(t, torch.Tensor) and t.requires_grad]

@@ -73,6 +73,35 @@ def _run_sample(op: Any, sample: Any, backward: bool) -> None:
             outputs, [torch.randn_like(t) for t in outputs])
 
 
+# Note [OpInfo samples without torch's tracking]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# `OpInfo.sample_inputs` wraps an entry's samples in torch's TrackedInputIter
+# (torch/testing/_internal/common_utils.py), made for torch's unittest
+# classes: it walks the interpreter's stack (`inspect.stack()`, which reads
+# the source of every frame) to find the running TestCase, and calls
+# `torch.manual_seed` before every sample, which queues a lazy seeding with a
+# formatted stack for every device type torch knows and has not initialised
+# (CUDA, XPU, MTIA). Together about a quarter of a second a call, three
+# quarters of this suite's time. The checks here draw from the entry's
+# sample function itself and seed only the generators they use: the CPU's,
+# and the device's where the device draws.
+
+
+def opinfo_samples(op: Any, device: str, dtype: torch.dtype,
+                   requires_grad: bool = False) -> Iterator:
+    """The samples of OpInfo entry `op`, from the same seed on every call
+    (Note [OpInfo samples without torch's tracking])."""
+    torch.random.default_generator.manual_seed(0)
+    return op.sample_inputs_func(op, device, dtype, requires_grad)
+
+
+def seed(device: str, value: int) -> None:
+    """Seeds the CPU's generator and the device's, what `torch.manual_seed`
+    does for them (Note [OpInfo samples without torch's tracking])."""
+    torch.random.default_generator.manual_seed(value)
+    getattr(torch, device).manual_seed_all(value)
+
+
 def opinfo_inputs(func: Any, dtype: torch.dtype) -> list[tuple[str, dict]]:
     """Arguments of `func` recorded from the OpInfo entries named like it,
     for `dtype`: (origin, named arguments), at most MAX_INPUTS."""
@@ -89,12 +118,12 @@ def opinfo_inputs(func: Any, dtype: torch.dtype) -> list[tuple[str, dict]]:
             continue
         recorder = _Recorder({func})
         try:
-            samples = op.sample_inputs("cpu", dtype, requires_grad=grad)
+            samples = opinfo_samples(op, "cpu", dtype, grad)
             for number, sample in enumerate(samples):
                 if number >= SAMPLES_PER_ENTRY:
                     break
                 try:
-                    torch.manual_seed(number)
+                    torch.random.default_generator.manual_seed(number)
                     with recorder:
                         _run_sample(op, sample, grad)
                 except Exception:  # noqa: BLE001 - the CPU refuses this sample

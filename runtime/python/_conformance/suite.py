@@ -25,7 +25,7 @@ from .compare import (
 )
 from .families import _BUILTIN_CHECKS, _HOOK_CHECKS
 from .inputs import (
-    _MISSING, _index, _tensor, _value, opinfo_inputs, schema_inputs,
+    _MISSING, _index, _tensor, _value, opinfo_inputs, schema_inputs, seed,
     with_special_values,
 )
 
@@ -151,14 +151,14 @@ class Suite:
         if _is_random(func, functional):
             self._compare_random(func, named, outs, what)
             return
-        torch.manual_seed(0)
+        seed(self.device, 0)
         try:
             want = _call(func, named, "cpu", outs, noncontiguous)
         except Exception:  # noqa: BLE001 - a variant the CPU refuses
             if not noncontiguous:
                 raise
             return
-        torch.manual_seed(0)
+        seed(self.device, 0)
         try:
             got = _call(func, named, self.device, outs, noncontiguous)
         except Exception as error:  # noqa: BLE001 - reported with the input
@@ -176,7 +176,7 @@ class Suite:
         want = _call(func, named, "cpu", outs)
         runs = []
         for _ in range(2):
-            torch.manual_seed(1234)
+            seed(self.device, 1234)
             runs.append(_call(func, named, self.device, outs))
         _assert_same_metadata(runs[0], want, self.device, what)
         _assert_same(runs[1], tree_map(
