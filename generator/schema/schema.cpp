@@ -5,6 +5,7 @@
 // The parser reports the 0-based column of the first character it could not
 // accept, so that callers can point into the YAML line the schema came from.
 #include "generator/schema/schema.h"
+#include "generator/support/identifiers.h"
 
 #include <algorithm>
 #include <array>
@@ -40,13 +41,6 @@ constexpr std::array<std::string_view, 22> kBaseTypes = {
 constexpr std::array<std::string_view, 11> kAugmentedAssignment = {
     "add",    "sub",    "mul", "div", "mod", "pow",
     "lshift", "rshift", "and", "xor", "or"};
-
-bool isIdentStart(char c) {
-  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
-}
-bool isIdentChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-}
 
 class Parser {
  public:

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "generator/schema/schema.h"
+#include "generator/support/identifiers.h"
 #include "generator/support/io.h"
 
 namespace accgen::schema {
@@ -134,10 +135,6 @@ TorchInstall findTorch() {
 }
 
 namespace {
-
-bool isIdentChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-}
 
 // Appends the names of DECLARE_DISPATCH(fn_type, name) uses in one header.
 // Comments, string literals and preprocessor lines (the macro's own

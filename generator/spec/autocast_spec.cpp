@@ -10,7 +10,7 @@
 namespace accgen::spec {
 namespace {
 
-const std::vector<std::string> kTopKeys = {"dtype", "policies"};
+const std::vector<std::string> kAutocastTopKeys = {"dtype", "policies"};
 const std::vector<std::string> kDtypes = {"float16", "bfloat16"};
 const std::vector<std::string> kPolicyKeys = {
     "lower_precision_fp", "fp32",    "fp32_set_opt_dtype",
@@ -126,7 +126,7 @@ std::optional<AutocastSpec> parseAutocastSpec(std::string_view text,
   spec.loc = SourceLoc{path, 0, 0};
   // An empty autocast.yaml is the same as none.
   if (r.root().IsNull()) return spec;
-  auto map = r.readMap(r.root(), "autocast.yaml", kTopKeys, spec.loc);
+  auto map = r.readMap(r.root(), "autocast.yaml", kAutocastTopKeys, spec.loc);
   if (!map) return std::nullopt;
 
   if (const YamlField* dtype = map->find("dtype")) {

@@ -3,6 +3,7 @@
 // The lists below are facts about Python, C++20 and torch 2.x; they are
 // short, so membership is a linear search.
 #include "generator/spec/names.h"
+#include "generator/support/identifiers.h"
 
 #include <algorithm>
 
@@ -157,11 +158,6 @@ constexpr std::string_view kReservedTorchAttributes[] = {"accelerator",
 
 bool contains(const auto& list, std::string_view name) {
   return std::find(std::begin(list), std::end(list), name) != std::end(list);
-}
-
-bool isIdentChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9') || c == '_';
 }
 
 bool isIdentPart(std::string_view part) {

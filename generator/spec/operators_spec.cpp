@@ -12,7 +12,7 @@
 namespace accgen::spec {
 namespace {
 
-const std::vector<std::string> kTopKeys = {"operators", "custom"};
+const std::vector<std::string> kOperatorsTopKeys = {"operators", "custom"};
 const std::vector<std::string> kEntryKeys = {"op", "kind", "group", "stub",
                                              "dtypes"};
 const std::vector<std::string> kCustomKeys = {"schema", "meta", "autograd",
@@ -642,7 +642,7 @@ std::optional<OperatorsSpec> readOperatorsSpecWithYamlCpp(
 
   OperatorsSpec spec;
   spec.loc = SourceLoc{path, 0, 0};
-  auto map = r.readMap(r.root(), "operators.yaml", kTopKeys, spec.loc);
+  auto map = r.readMap(r.root(), "operators.yaml", kOperatorsTopKeys, spec.loc);
   if (!map) return std::nullopt;
 
   if (const YamlField* ops = map->find("operators")) {

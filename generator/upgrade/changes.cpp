@@ -26,7 +26,7 @@ using schema::FunctionSchema;
 using schema::Return;
 using schema::Type;
 
-std::string quoted(std::string_view s) {
+std::string singleQuoted(std::string_view s) {
   return "'" + std::string(s) + "'";
 }
 
@@ -115,15 +115,16 @@ void diffArguments(const FunctionSchema& o, const FunctionSchema& n,
   for (std::size_t i : removed) {
     const Argument& a = o.arguments[i];
     out.push_back(
-        {ChangeClass::kRemovedArgument,
-         "argument " + quoted(a.name) + " (" + a.str() + ") was removed"});
+        {ChangeClass::kRemovedArgument, "argument " + singleQuoted(a.name) +
+                                            " (" + a.str() + ") was removed"});
   }
   for (const ArgPair& p : pairs) {
     if (!p.renamed) continue;
     out.push_back({ChangeClass::kRenamedArgument,
                    "argument #" + std::to_string(p.new_index + 1) + " " +
-                       quoted(o.arguments[p.old_index].name) + " is now " +
-                       quoted(n.arguments[p.new_index].name)});
+                       singleQuoted(o.arguments[p.old_index].name) +
+                       " is now " +
+                       singleQuoted(n.arguments[p.new_index].name)});
   }
 
   // Reordering: the matched arguments, read in new order, must still come
@@ -152,7 +153,7 @@ void diffArguments(const FunctionSchema& o, const FunctionSchema& n,
   for (const ArgPair& p : pairs) {
     const Argument& a = o.arguments[p.old_index];
     const Argument& b = n.arguments[p.new_index];
-    const std::string who = "argument " + quoted(b.name);
+    const std::string who = "argument " + singleQuoted(b.name);
     if (a.type.withoutAnnotation() != b.type.withoutAnnotation()) {
       out.push_back({ChangeClass::kTypeChange,
                      who + ": " + a.type.withoutAnnotation().str() + " -> " +
@@ -210,8 +211,8 @@ void diffReturns(const FunctionSchema& o, const FunctionSchema& n,
     }
     if (a.name != b.name) {
       out.push_back(
-          {ChangeClass::kReturnChange,
-           who + ": name " + quoted(a.name) + " -> " + quoted(b.name)});
+          {ChangeClass::kReturnChange, who + ": name " + singleQuoted(a.name) +
+                                           " -> " + singleQuoted(b.name)});
     }
     if (a.type.annotation != b.type.annotation) {
       out.push_back({ChangeClass::kAliasAnnotationChange,

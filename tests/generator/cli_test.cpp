@@ -22,23 +22,18 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include "tests/generator/test_support.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using accgen::slurp;
 
 struct Result {
   int code = -1;
   std::string out;
   std::string err;
 };
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 /// Runs accgen with `args` in `cwd`, capturing stdout and stderr; `env` is
 /// a prefix of VAR=value assignments.

@@ -11,15 +11,10 @@
 #include "generator/model/backend.h"
 #include "generator/schema/schema.h"
 #include "generator/spec/spec.h"
+#include "tests/generator/test_support.h"
 
 namespace accgen::model {
 namespace {
-
-std::string printed(const DiagnosticEngine& diags) {
-  std::ostringstream out;
-  diags.print(out);
-  return out.str();
-}
 
 const char* const kBuiltins =
     "  - {op: empty.memory_format, kind: builtin}\n"

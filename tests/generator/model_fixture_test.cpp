@@ -9,6 +9,7 @@
 #include "generator/model/backend.h"
 #include "generator/schema/schema.h"
 #include "generator/spec/spec.h"
+#include "tests/generator/test_support.h"
 
 namespace accgen::model {
 namespace {
@@ -49,12 +50,6 @@ const char* const kNativeFunctions = R"yaml(
   dispatch:
     CPU: foo_underscore_bar
 )yaml";
-
-std::string printed(const DiagnosticEngine& diags) {
-  std::ostringstream out;
-  diags.print(out);
-  return out.str();
-}
 
 class Fixture : public ::testing::Test {
  protected:

@@ -12,15 +12,10 @@
 
 #include "generator/spec/names.h"
 #include "generator/support/io.h"
+#include "tests/generator/test_support.h"
 
 namespace accgen::spec {
 namespace {
-
-std::string printed(const DiagnosticEngine& diags) {
-  std::ostringstream out;
-  diags.print(out);
-  return out.str();
-}
 
 // ---------------------------------------------------------------------------
 // backend.yaml

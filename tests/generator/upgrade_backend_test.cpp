@@ -20,23 +20,12 @@
 #include "generator/upgrade/lock.h"
 #include "generator/upgrade/schema_diff.h"
 #include "generator/upgrade/user_kernels.h"
+#include "tests/generator/test_support.h"
 
 namespace accgen::upgrade {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void spit(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << text;
-}
 
 /// Replaces the one occurrence of `from` in `text`; fails the test if it is
 /// not there exactly once (the installed torch changed).

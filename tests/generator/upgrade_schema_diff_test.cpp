@@ -16,6 +16,7 @@
 #include "generator/upgrade/schema_diff.h"
 #include "generator/upgrade/schema_source.h"
 #include "generator/write/writer.h"
+#include "tests/generator/test_support.h"
 
 namespace accgen::upgrade {
 namespace {
@@ -24,13 +25,6 @@ namespace fs = std::filesystem;
 
 const fs::path kFixtures =
     fs::path(ACCGEN_SOURCE_DIR) / "tests" / "fixtures" / "schema_diff";
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string replaceAll(std::string s, const std::string& from,
                        const std::string& to) {

@@ -10,18 +10,12 @@
 
 #include "generator/support/diagnostics.h"
 #include "generator/write/writer.h"
+#include "tests/generator/test_support.h"
 
 namespace accgen::write {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class WriterTest : public ::testing::Test {
  protected:
