@@ -36,6 +36,20 @@ import yaml
 
 _REPO = pathlib.Path(__file__).resolve().parents[2]
 
+# The fixtures that build a backend (minutes each, on every core).
+_BUILDS = ("strict_backend", "second_backend", "remote_backend", "accgen_wheel")
+
+
+def pytest_collection_modifyitems(items):
+    """The files whose tests build a backend run first (the order the test
+    workers take files in, under --dist loadfile): a build keeps every core
+    busy, so a worker waiting for another's build costs nothing, whereas a
+    build left for the end of the run is all that runs while the other
+    worker sits idle."""
+    first = {item.path for item in items
+             if any(name in _BUILDS for name in item.fixturenames)}
+    items.sort(key=lambda item: item.path not in first)
+
 
 # --8<-- [start:device-under-test]
 def _device_and_package() -> tuple[str, str]:
