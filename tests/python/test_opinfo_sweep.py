@@ -15,7 +15,6 @@ or of random draws in another order), or it is KNOWN here, with its reason;
 a KNOWN entry that passes fails the test too, so the list stays true. At
 least 99% of the entries torch does not exclude must pass.
 """
-import itertools
 import os
 import pathlib
 import unittest
@@ -107,8 +106,8 @@ def test_opinfo_operators_match_the_cpu(device, mod, checks):
         try:
             # The backend's own sampling (Note [OpInfo samples without
             # torch's tracking] in its _conformance/inputs.py).
-            samples = checks.opinfo_samples(op, "cpu", torch.float32)
-            for sample in itertools.islice(samples, SAMPLES):
+            for sample in checks.opinfo_samples(op, "cpu", torch.float32,
+                                                limit=SAMPLES):
                 _compare(op, sample, device, checks)
         except Exception as error:  # noqa: BLE001 - reported below
             if _skipped_by_torch(op):

@@ -3,7 +3,8 @@ schema."""
 from __future__ import annotations
 
 import functools
-from typing import Any, Iterator
+import itertools
+from typing import Any, Iterator, Optional
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -83,16 +84,22 @@ def _run_sample(op: Any, sample: Any, backward: bool) -> None:
 # formatted stack for every device type torch knows and has not initialised
 # (CUDA, XPU, MTIA). Together about a quarter of a second a call, three
 # quarters of this suite's time. The checks here draw from the entry's
-# sample function itself and seed only the generators they use: the CPU's,
-# and the device's where the device draws.
+# sample function itself, all the samples they use in one go from one seed
+# (so that what runs between two samples, which seeds the generators again,
+# does not make a later sample repeat an earlier one's values), and seed
+# only the generators they use: the CPU's, and the device's where the device
+# draws.
 
 
 def opinfo_samples(op: Any, device: str, dtype: torch.dtype,
-                   requires_grad: bool = False) -> Iterator:
-    """The samples of OpInfo entry `op`, from the same seed on every call
-    (Note [OpInfo samples without torch's tracking])."""
+                   requires_grad: bool = False,
+                   limit: Optional[int] = None) -> list:
+    """The first `limit` samples (all, without one) of OpInfo entry `op`,
+    drawn together from the same seed on every call (Note [OpInfo samples
+    without torch's tracking])."""
     torch.random.default_generator.manual_seed(0)
-    return op.sample_inputs_func(op, device, dtype, requires_grad)
+    return list(itertools.islice(
+        op.sample_inputs_func(op, device, dtype, requires_grad), limit))
 
 
 def seed(device: str, value: int) -> None:
@@ -118,10 +125,8 @@ def opinfo_inputs(func: Any, dtype: torch.dtype) -> list[tuple[str, dict]]:
             continue
         recorder = _Recorder({func})
         try:
-            samples = opinfo_samples(op, "cpu", dtype, grad)
+            samples = opinfo_samples(op, "cpu", dtype, grad, SAMPLES_PER_ENTRY)
             for number, sample in enumerate(samples):
-                if number >= SAMPLES_PER_ENTRY:
-                    break
                 try:
                     torch.random.default_generator.manual_seed(number)
                     with recorder:
