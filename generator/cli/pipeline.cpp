@@ -217,10 +217,12 @@ std::string inputFingerprint(const std::string& specs_dir,
         }
       } else {
         for (const auto& e : fs::directory_iterator(dir, ec)) {
-          // The lock's temporary, left by a run killed while it replaced
-          // the lock, is accgen's own and no input.
-          if (e.is_regular_file(ec) &&
-              e.path().filename() != upgrade::kLockTempFileName) {
+          // The lock's temporary and the writer's, left by a run killed
+          // while it replaced the lock or wrote a starter kernel, are
+          // accgen's own and no input.
+          const std::string name = e.path().filename().string();
+          if (e.is_regular_file(ec) && name != upgrade::kLockTempFileName &&
+              !name.ends_with(write::kTempSuffix)) {
             files.emplace(e.path(), nullptr);
           }
         }

@@ -207,8 +207,6 @@ bool writeWhole(const std::string& path, const std::string& content) {
   return true;
 }
 
-constexpr const char* kTempSuffix = ".accgen-tmp";
-
 /// Refuses, before anything is written, a path the run writes that holds
 /// something a file cannot replace: a directory (exit 6, as the rename
 /// would fail), or a FIFO, a device or a socket (exit 3: never opened,

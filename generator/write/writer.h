@@ -34,6 +34,10 @@ inline constexpr const char* kManifestName = "accgen-manifest.json";
 /// written before the first file and removed after the manifest.
 inline constexpr const char* kJournalName = "accgen-manifest.json.pending";
 
+/// The suffix of the temporary file each written file is staged in; a run
+/// killed before its renames leaves them behind, the next run replaces them.
+inline constexpr const char* kTempSuffix = ".accgen-tmp";
+
 /// 64-bit content hash as 16 lowercase hex digits (XXH3).
 std::string contentHash(const std::string& bytes);
 
