@@ -590,6 +590,25 @@ bool hasCompatibleShallowCopyType(const at::Tensor& self,
          (kind(self) >= 0 && kind(self) == kind(from));
 }
 
+// A tensor of zeros without memory (the ZeroTensor key), on the device as
+// on CUDA: autograd's formulas (sgn's, and others where a gradient is known
+// to be zero) make these. The CPU kernel would make a CPU ZeroTensor, whose
+// null data the emulation engine would then copy to the device.
+at::Tensor efficientZeroTensor(c10::SymIntArrayRef size,
+                               std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout> /*layout*/,
+                               std::optional<c10::Device> device,
+                               std::optional<bool> /*pin_memory*/) {
+  const c10::Device where =
+      device.value_or(c10::Device(kDeviceType, currentDevice()));
+  const c10::DeviceGuard guard(where);
+  at::native::ZeroTensorAllocator allocator(where);
+  return at::detail::empty_generic(
+      C10_AS_INTARRAYREF_SLOW(size), &allocator,
+      kDeviceKeySet | c10::DispatchKeySet(c10::DispatchKey::ZeroTensor),
+      dtype.value_or(c10::get_default_dtype_as_scalartype()), std::nullopt);
+}
+
 }  // namespace detail
 
 at::Tensor emptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride,
@@ -618,6 +637,7 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("record_stream", TORCH_FN(wrapper_record_stream));
   m.impl("_has_compatible_shallow_copy_type",
          TORCH_FN(detail::hasCompatibleShallowCopyType));
+  m.impl("_efficientzerotensor", TORCH_FN(detail::efficientZeroTensor));
 }
 // --8<-- [end:builtin-registrations]
 

@@ -33,6 +33,7 @@
 #include <ATen/ops/_sparse_coo_tensor_with_dims_native.h>
 #include <ATen/ops/_values_native.h>
 #include <ATen/ops/ccol_indices_native.h>
+#include <ATen/ops/clone_native.h>
 #include <ATen/ops/col_indices_native.h>
 #include <ATen/ops/copy_native.h>
 #include <ATen/ops/copy_sparse_to_sparse_native.h>
@@ -158,7 +159,15 @@ void runOnHost(const c10::OperatorHandle& op, torch::jit::Stack* stack,
         return t;
       }
       device = device.value_or(t.device());
-      return t.cpu();
+      // Some CPU kernels read their arguments' requires_grad below autograd
+      // (_sparse_mm_reduce_impl computes the indices its backward reads
+      // only then), and a copy made here is a new leaf without it: the
+      // backward would read indices never written.
+      at::Tensor host = t.cpu();
+      if (t.requires_grad()) {
+        host.set_requires_grad(true);
+      }
+      return host;
     });
   }
   const std::vector<c10::IValue> host_arguments =
@@ -278,6 +287,9 @@ ACCGEN_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
          TORCH_FN(detail::hasCompatibleShallowCopyType));
   m.impl("_nnz", TORCH_FN(at::native::_nnz_sparse_csr));
   m.impl("ccol_indices", TORCH_FN(at::native::ccol_indices_sparse_csr));
+  // Members cloned, as on CUDA: the composite clone would copy into an
+  // empty tensor, which a compressed copy_ refuses (the counts differ).
+  m.impl("clone", detail::guarded<&at::native::clone_sparse_compressed>());
   m.impl("col_indices", TORCH_FN(at::native::col_indices_sparse_csr));
   m.impl("copy_", detail::guarded<&at::native::copy_sparse_compressed_>());
   m.impl("crow_indices", TORCH_FN(at::native::crow_indices_sparse_csr));

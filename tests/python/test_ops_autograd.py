@@ -102,3 +102,18 @@ def test_elementwise_gradients(device):
         d = x.to(device).requires_grad_()
         fn(d).backward()
         torch.testing.assert_close(d.grad.cpu(), a.grad)
+
+
+def test_zero_gradients_are_device_zero_tensors(device):
+    # sgn's derivative is a tensor of zeros without memory (ZeroTensor), made
+    # on the input's device, as on CUDA.
+    zeros = torch._efficientzerotensor((2, 3), device=device)
+    assert zeros.device.type == device and zeros._is_zerotensor()
+    assert torch.equal((zeros + 1).cpu(), torch.ones(2, 3))
+    x = torch.randn(4, 5)
+    grads = []
+    for where in ("cpu", device):
+        leaf = x.to(where).requires_grad_()
+        (grad,) = torch.autograd.grad(torch.sgn(leaf).sum(), [leaf])
+        grads.append(grad.cpu())
+    torch.testing.assert_close(grads[1], grads[0])

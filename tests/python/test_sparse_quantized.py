@@ -131,6 +131,26 @@ def test_sparse_mm(device):
     assert_on(torch.mm(s.to(device), d.to(device)), torch.mm(s, d), device)
 
 
+@pytest.mark.parametrize("reduce", ["sum", "amax", "amin"])
+def test_sparse_mm_reduce_gradients_match_the_cpu(device, reduce):
+    # The CPU kernel records the indices amax/amin's backward reads only for
+    # arguments that require grad; the host copies must say they do.
+    crow = torch.tensor([0, 2, 3, 5])
+    col = torch.tensor([0, 2, 1, 0, 2])
+    values = torch.tensor([1.0, -2.0, 3.0, 0.5, 4.0])
+    other = torch.randn(3, 4, generator=torch.Generator().manual_seed(2))
+    grads = []
+    for where in ("cpu", device):
+        a = torch.sparse_csr_tensor(crow, col, values, (3, 3)).to(where)
+        b = other.clone().to(where).requires_grad_()
+        out = torch.sparse.mm(a.requires_grad_(), b, reduce)
+        grad_a, grad_b = torch.autograd.grad(out.sum(), [a, b], allow_unused=True)
+        grads.append([out.detach().cpu(), a.clone().cpu().to_dense()]
+                     + [None if g is None else g.cpu().to_dense()
+                        for g in (grad_a, grad_b)])
+    torch.testing.assert_close(grads[1], grads[0])
+
+
 @pytest.mark.parametrize("call", ["sparse.mm", "dense + sparse", "sparse + sparse",
                                   "sparse.mm out="])
 def test_sparse_operators_refuse_a_cpu_tensor(device, call):
