@@ -4,7 +4,8 @@
 # checks what ties the pages to the code (scripts/check_doc_markers.py:
 # unbalanced, stale or misplaced snippet markers; Notes cited but not
 # defined, defined twice or defined in docs/; a work log's phrases in
-# docs/).
+# docs/), and that the published reports' pages are made from their data
+# (scripts/publish_reports.py).
 # Installs the pinned tools of docs/requirements.txt when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,5 +26,6 @@ if [ "$missing" = 1 ]; then
 fi
 
 "$PY" scripts/check_doc_markers.py
+"$PY" scripts/publish_reports.py --check
 "$PY" -m mkdocs build --strict --quiet
 echo "check_docs: the site builds (site/index.html)"

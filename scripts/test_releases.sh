@@ -12,10 +12,13 @@
 #      installed into the venv: the runtime compiled against R;
 #   3. its generated conformance suite, then tests/python/test_compile.py,
 #      test_distributed.py, test_torchvision.py (torchvision's models and
-#      operators, which need a CUDA build of torch) and test_integrations.py
-#      (DeepSpeed, Lightning, Hugging Face, PEFT) against it, then the
-#      remote driver's tests (test_remote_backend*.py: the ported example
-#      built against R and the remote driver);
+#      operators, which need a CUDA build of torch), test_integrations.py
+#      (DeepSpeed, Lightning, Hugging Face, PEFT) and test_report.py (the
+#      example's report, diffed against the one published for R in
+#      docs/reports/data/) against it, then the remote driver's tests
+#      (test_remote_backend*.py: the ported example built against R and
+#      the remote driver, its report diffed against its published one);
+#   ACCGEN_UPDATE_REPORTS=1 publishes the legs' reports instead of diffing;
 #   4. `accgen init` under R: its lock and pyproject must pin R; the project
 #      built into a directory of its own and its own suite run (the smoke
 #      test init wrote and its generated conformance suite).
@@ -160,10 +163,10 @@ leg() {
   local conformance
   conformance=$(summary_of "$work/conformance.log")
 
-  step "compile, distributed and library tests" "$work/python.log" \
+  step "compile, distributed, library and report tests" "$work/python.log" \
     env ACCGEN_TEST_SPECS="$work/specs" "$py" -m pytest -q -p no:cacheprovider --durations=10 -n 2 --dist loadfile \
     tests/python/test_compile.py tests/python/test_distributed.py tests/python/test_torchvision.py \
-    tests/python/test_integrations.py || return 1
+    tests/python/test_integrations.py tests/python/test_report.py || return 1
   local python_tests
   python_tests=$(summary_of "$work/python.log")
 
@@ -198,7 +201,7 @@ sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-n", "2", sys.argv[1]]))'
   local init_tests
   init_tests=$(summary_of "$work/init-tests.log")
 
-  echo "PASS torch $RELEASE: conformance $conformance; compile+distributed+libraries $python_tests; remote driver $remote_tests; init backend $init_tests"
+  echo "PASS torch $RELEASE: conformance $conformance; compile+distributed+libraries+report $python_tests; remote driver $remote_tests; init backend $init_tests"
 }
 
 status=0

@@ -17,6 +17,10 @@
 #                                    # module lib<core>_device.so, loaded
 #                                    # by accgen::runtime::deviceFunction
 #     [PYTHON_MODULE]                # also build <package>._C
+#     [SPEC_MODULE <file>]           # the generated backend_spec.py and
+#     [MANIFEST <file>]              # accgen-manifest.json, installed as
+#                                    # _backend_spec.py and
+#                                    # _accgen_manifest.json (the report)
 #     [INSTALL_DIR <dir>]            # where the package's files go;
 #                                    # default: <package>
 #     [NO_INSTALL])                  # build only (tests)
@@ -30,8 +34,9 @@
 # Python modules under their source names (runtime/python/: the device
 # module _device.py, the torch.compile registration _compile.py, autocompare
 # _autocompare.py, the memory tools memory.py, the upstream test runner
-# _upstream.py, the conformance checks' package _conformance, the import
-# hook _after_import.py, the library adapters' package integrations), and a
+# _upstream.py, the conformance checks' package _conformance, the report
+# report.py and its package _report, the import hook _after_import.py, the
+# library adapters' package integrations), the SPEC_MODULE and MANIFEST, and a
 # CMake package for the core
 # (share/cmake/torch_<name>: find_package(torch_<name>) gives the imported
 # target torch_<name>::torch_<name>).
@@ -252,7 +257,7 @@ endfunction()
 
 function(accgen_add_backend name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "PYTHON_MODULE;NO_INSTALL"
-    "PACKAGE;CONFIG_DIR;DRIVER;COLLECTIVES;INSTALL_DIR"
+    "PACKAGE;CONFIG_DIR;DRIVER;COLLECTIVES;INSTALL_DIR;SPEC_MODULE;MANIFEST"
     "SOURCES;GENERATED_SOURCES;DEVICE_SOURCES")
   if(NOT arg_PACKAGE OR NOT arg_CONFIG_DIR)
     message(FATAL_ERROR "accgen_add_backend(${name}): PACKAGE and CONFIG_DIR are required")
@@ -407,8 +412,20 @@ function(accgen_add_backend name)
                     "${ACCGEN_RUNTIME_DIR}/python/memory.py"
                     "${ACCGEN_RUNTIME_DIR}/python/_upstream.py"
                     "${ACCGEN_RUNTIME_DIR}/python/_after_import.py"
+                    "${ACCGEN_RUNTIME_DIR}/python/report.py"
               DESTINATION "${arg_INSTALL_DIR}")
+      # What the specs say and how the backend was generated: the facts
+      # `python -m <package>.report` reads.
+      if(arg_SPEC_MODULE AND EXISTS "${arg_SPEC_MODULE}")
+        install(FILES "${arg_SPEC_MODULE}" RENAME _backend_spec.py
+                DESTINATION "${arg_INSTALL_DIR}")
+      endif()
+      if(arg_MANIFEST AND EXISTS "${arg_MANIFEST}")
+        install(FILES "${arg_MANIFEST}" RENAME _accgen_manifest.json
+                DESTINATION "${arg_INSTALL_DIR}")
+      endif()
       install(DIRECTORY "${ACCGEN_RUNTIME_DIR}/python/_conformance"
+                        "${ACCGEN_RUNTIME_DIR}/python/_report"
                         "${ACCGEN_RUNTIME_DIR}/python/integrations"
               DESTINATION "${arg_INSTALL_DIR}"
               FILES_MATCHING PATTERN "*.py")

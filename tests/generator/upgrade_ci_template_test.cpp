@@ -49,7 +49,8 @@ TEST(CiWorkflowTemplate, RendersToValidYamlNamingTheRightCommands) {
     if (step["uses"]) uses.push_back(step["uses"].as<std::string>());
   }
   EXPECT_EQ(uses, (std::vector<std::string>{"actions/checkout@v4",
-                                            "actions/setup-python@v5"}));
+                                            "actions/setup-python@v5",
+                                            "actions/upload-artifact@v4"}));
   auto at = [&](const std::string& needle) {
     auto pos = runs.find(needle);
     EXPECT_NE(pos, std::string::npos) << needle << " not in:\n" << runs;
@@ -61,10 +62,13 @@ TEST(CiWorkflowTemplate, RendersToValidYamlNamingTheRightCommands) {
   const auto check = at("accgen generate --check");
   const auto build = at("python -m pip install --no-build-isolation");
   const auto tests = at("python -m pytest tests/");
+  const auto report =
+      at("python -m torch_ember.report --baseline tests/report-baseline.json");
   EXPECT_LT(torch, build_accgen);
   EXPECT_LT(build_accgen, check);
   EXPECT_LT(check, build);
   EXPECT_LT(build, tests);
+  EXPECT_LT(tests, report);
   // accgen comes as its wheel: nothing of it is built, no prefix is named.
   EXPECT_EQ(runs.find("cmake --install"), std::string::npos) << runs;
   EXPECT_EQ(runs.find("apt-get"), std::string::npos) << runs;

@@ -56,3 +56,31 @@ def test_library_adapters_on_the_init_backend(second_backend):
     run_suites_on(second_backend, ("test_integrations.py",),
                   "-k", "load_no_library or selects_the_device or runs_on_the_device "
                   "or finds_the_device_by_name or more_devices_than_exist")
+
+
+def test_the_report_runs_on_the_init_backend(second_backend, tmp_path):
+    # The report every backend ships, on a backend made by `accgen init`
+    # alone: its survey finds the paths its specs give, and every capability
+    # passes or says why it does not apply.
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(second_backend),
+               TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    r = subprocess.run(
+        [sys.executable, "-m", "torch_second.report", "--out", "report",
+         "--dtypes", "float32"],
+        capture_output=True, text=True, env=env, cwd=str(tmp_path),
+        timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert report["backend"]["device"] == "second"
+    paths = {row["path"] for row in report["operators"].values()}
+    assert {"builtin", "emulate", "emulate fallback", "composite"} <= paths, paths
+    failed = {name: row["reason"] for name, row in report["capabilities"].items()
+              if row["status"] == "failed"}
+    assert not failed, failed
+    f32 = report["summary"]["numerics"]["by_dtype"]["float32"]
+    assert f32["strict"] > 500, f32

@@ -37,3 +37,14 @@ def test_distributed_through_staged_collectives(remote_backend, scenario):
     run_ranks("raccel", "torch_raccel", scenario, timeout=300,
               env={"PYTHONPATH": str(remote_backend),
                    "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+
+
+def test_the_port_matches_its_published_report(remote_backend, tmp_path):
+    """The port's whole report, diffed against docs/reports/data/
+    (published_reports.py): on the remote driver the survey is the work
+    list, and a move of an operator off the device fails here by name."""
+    from published_reports import check_published
+
+    check_published("raccel", "torch_raccel", tmp_path,
+                    env={"PYTHONPATH": str(remote_backend),
+                         "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})

@@ -9,7 +9,7 @@ Run it in the backend's directory after installing the backend:
     python -m pytest tests/conformance -n 2         # sharded (pytest-xdist)
 
 Families (markers): operators, custom, autocast, runtime, compile,
-distributed. Under pytest-xdist every worker takes a device of its own
+distributed, integrations. Under pytest-xdist every worker takes a device of its own
 (worker i uses device i modulo the device count).
 """
 import importlib

@@ -2,8 +2,9 @@
 # Regenerate with `accgen generate`; edits here are reported, not kept.
 """The accel runtime: devices, streams and events, memory, RNG,
 serialization, torch.accelerator, the fallback policy (emulate), pinned
-memory, autocast, and torch.compile and torch.distributed on the
-device. The checks are the runtime's (torch_accel._conformance)."""
+memory, autocast, autograd, graphs, the profiler,
+torch.compile and torch.export, torch.distributed, and DeepSpeed, Lightning
+and accelerate on the device. The checks are the runtime's (torch_accel._conformance)."""
 import importlib
 
 import pytest

@@ -1,11 +1,15 @@
 """The runtime's checks: devices, streams, events, memory, RNG,
-serialization, compile and distributed."""
+serialization, autograd, graphs, the profiler, compile and export,
+distributed, and the libraries users train with. Each is one capability of
+the report's matrix too (``_report/capabilities.py``)."""
 from __future__ import annotations
 
+import copy
 import dataclasses
+import importlib.util
 import io
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import pytest
 import torch
@@ -339,6 +343,223 @@ def check_distributed(suite: Suite) -> None:
     assert "distributed ok" in r.stdout
 
 
+def check_autograd(suite: Suite) -> None:
+    """A small network's loss and gradients on the device against the
+    CPU's, and an optimizer step."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(),
+                                torch.nn.Linear(16, 3))
+    x, target = torch.randn(5, 8), torch.tensor([0, 2, 1, 1, 0])
+    device_model = copy.deepcopy(model).to(suite.device)
+    losses = []
+    for net, device in ((model, "cpu"), (device_model, suite.device)):
+        loss = torch.nn.functional.cross_entropy(net(x.to(device)),
+                                                 target.to(device))
+        loss.backward()
+        losses.append(loss.detach().cpu())
+    torch.testing.assert_close(losses[1], losses[0], rtol=1e-5, atol=1e-5)
+    for want, got in zip(model.parameters(), device_model.parameters()):
+        assert got.grad is not None and got.grad.device.type == suite.device
+        torch.testing.assert_close(got.grad.cpu(), want.grad,
+                                   rtol=1e-4, atol=1e-5)
+    optimizer = torch.optim.SGD(device_model.parameters(), lr=0.1)
+    before = device_model[0].weight.detach().cpu().clone()
+    optimizer.step()
+    assert not torch.equal(device_model[0].weight.detach().cpu(), before)
+
+
+def check_memory_snapshot(suite: Suite) -> None:
+    """The allocator's history and snapshot, as torch.cuda.memory's."""
+    memory = suite.module.memory
+    memory._record_memory_history()
+    try:
+        t = torch.empty(1 << 16, dtype=torch.uint8, device=suite.device)
+        snapshot = memory._snapshot()
+        del t
+    finally:
+        memory._record_memory_history(enabled=None)
+    assert snapshot["segments"], "the snapshot has no segments"
+    traces = [event for trace in snapshot["device_traces"] for event in trace]
+    assert any(event["action"] == "alloc" and event["size"] >= 1 << 16
+               for event in traces), "the history lacks the allocation"
+
+
+def check_graphs(suite: Suite) -> None:
+    """torch.accelerator.Graph: a capture replayed on new inputs."""
+    side = torch.Stream(device=suite.device)
+    side.wait_stream(torch.accelerator.current_stream())
+    static_x = torch.zeros(16, 16, device=suite.device)
+    weight = torch.randn(16, 16)
+    device_weight = weight.to(suite.device)
+    with side:
+        graph = torch.accelerator.Graph()
+        try:
+            with graph:
+                static_y = (static_x @ device_weight).relu()
+        except RuntimeError as error:
+            # The runtime's refusal when the driver has no stream capture
+            # (runtime/src/Graph.cpp): the driver's choice, not a fault.
+            if "does not implement stream capture" in str(error):
+                pytest.skip(str(error).splitlines()[0])
+            raise
+    torch.accelerator.current_stream().wait_stream(side)
+    x = torch.randn(16, 16)
+    static_x.copy_(x.to(suite.device))
+    graph.replay()
+    suite.module.synchronize()
+    torch.testing.assert_close(static_y.cpu(), (x @ weight).relu())
+
+
+def check_profiler(suite: Suite) -> None:
+    """torch.profiler sees the device's operators and memory."""
+    activities = [torch.profiler.ProfilerActivity.CPU,
+                  torch.profiler.ProfilerActivity.PrivateUse1]
+    with torch.profiler.profile(activities=activities,
+                                profile_memory=True) as profile:
+        x = torch.ones(64, 64, device=suite.device)
+        y = x.mm(x)
+        suite.module.synchronize()
+    averages = {event.key: event for event in profile.key_averages()}
+    assert "aten::mm" in averages, sorted(averages)
+    assert averages["aten::mm"].self_device_memory_usage == y.nbytes
+
+
+def check_safetensors(suite: Suite) -> None:
+    """safetensors saves device tensors and loads them onto the device."""
+    try:
+        from safetensors.torch import load, save
+    except ImportError:
+        pytest.skip("safetensors is not installed")
+    src = {"w": torch.randn(3, 4), "b": torch.arange(4.0)}
+    loaded = load(save({k: v.to(suite.device) for k, v in src.items()}))
+    for key, value in src.items():
+        assert torch.equal(loaded[key].to(suite.device).cpu(), value)
+
+
+def check_compile_aot_eager(suite: Suite) -> None:
+    """torch.compile with the aot_eager backend (AOTAutograd's graphs, run
+    eagerly on the device), forward and backward."""
+    def step(x, w):
+        return torch.nn.functional.silu(x @ w).sum()
+
+    x, w = torch.randn(4, 8), torch.randn(8, 3, requires_grad=True)
+    device_w = w.detach().to(suite.device).requires_grad_()
+    got = torch.compile(step, backend="aot_eager")(x.to(suite.device), device_w)
+    want = step(x, w)
+    got.backward()
+    want.backward()
+    torch.testing.assert_close(got.detach().cpu(), want.detach(),
+                               rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(device_w.grad.cpu(), w.grad,
+                               rtol=1e-4, atol=1e-4)
+
+
+def check_export(suite: Suite) -> None:
+    """torch.export of a module on the device, and its program run there."""
+    model = torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.ReLU())
+    x = torch.randn(2, 6)
+    want = model(x)
+    device_model = model.to(suite.device)
+    program = torch.export.export(device_model, (x.to(suite.device),))
+    got = program.module()(x.to(suite.device))
+    assert got.device.type == suite.device
+    torch.testing.assert_close(got.detach().cpu(), want.detach(),
+                               rtol=1e-5, atol=1e-5)
+
+
+def check_fsdp_dtensor(suite: Suite) -> None:
+    """FSDP2 (fully_shard) and a DTensor on a one-rank mesh of the device,
+    in a fresh interpreter."""
+    r = suite.run_python("""
+        import torch.distributed as dist
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.tensor import Shard, distribute_tensor
+        dist.init_process_group(store=dist.HashStore(), rank=0, world_size=1)
+        mesh = init_device_mesh(DEVICE, (1,))
+        full = torch.arange(8.0).reshape(4, 2)
+        sharded = distribute_tensor(full.to(DEVICE), mesh, [Shard(0)])
+        assert torch.equal(sharded.full_tensor().cpu(), full)
+        model = torch.nn.Linear(4, 2).to(DEVICE)
+        fully_shard(model, mesh=mesh)
+        model(torch.randn(3, 4, device=DEVICE)).sum().backward()
+        assert model.weight.grad is not None
+        dist.destroy_process_group()
+        print("fsdp ok")
+    """, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    assert "fsdp ok" in r.stdout
+
+
+def _library_check(suite: Suite, library: str, code: str,
+                   env: Optional[dict] = None) -> None:
+    if importlib.util.find_spec(library) is None:
+        pytest.skip(f"{library} is not installed")
+    r = suite.run_python(code, env=dict(env or {},
+                                        TORCH_DEVICE_BACKEND_AUTOLOAD="0"))
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    assert f"{library} ok" in r.stdout, r.stdout[-2000:]
+
+
+def check_deepspeed(suite: Suite) -> None:
+    """DeepSpeed selects the device's accelerator (the integrations adapter)
+    and runs on it."""
+    _library_check(suite, "deepspeed", """
+        from deepspeed.accelerator import get_accelerator
+        accelerator = get_accelerator()
+        assert accelerator.device_name() == DEVICE, accelerator.device_name()
+        assert accelerator.communication_backend_name() != "gloo"
+        t = torch.ones(3, device=accelerator.device_name(0)) * 2
+        accelerator.synchronize()
+        assert t.sum().item() == 6
+        print("deepspeed ok")
+    """)
+
+
+def check_lightning(suite: Suite) -> None:
+    """A Lightning Trainer with accelerator=<device> fits a step on it."""
+    _library_check(suite, "lightning", """
+        import lightning as L
+        class Module(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.layer = torch.nn.Linear(4, 1)
+            def training_step(self, batch, _):
+                assert batch[0].device.type == DEVICE, batch[0].device
+                return torch.nn.functional.mse_loss(self.layer(batch[0]), batch[1])
+            def configure_optimizers(self):
+                return torch.optim.SGD(self.parameters(), lr=0.1)
+        data = torch.utils.data.DataLoader(
+            torch.utils.data.TensorDataset(torch.randn(8, 4), torch.randn(8, 1)),
+            batch_size=4)
+        trainer = L.Trainer(accelerator=DEVICE, devices=1, max_steps=2,
+                            logger=False, enable_checkpointing=False,
+                            enable_progress_bar=False, enable_model_summary=False)
+        trainer.fit(Module(), data)
+        assert trainer.global_step == 2
+        print("lightning ok")
+    """)
+
+
+def check_accelerate(suite: Suite) -> None:
+    """Hugging Face accelerate (what transformers.Trainer runs on) places a
+    model and its batches on the device and steps it."""
+    _library_check(suite, "accelerate", """
+        from accelerate import Accelerator
+        accelerator = Accelerator()
+        assert accelerator.device.type == DEVICE, accelerator.device
+        model = torch.nn.Linear(4, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        model, optimizer = accelerator.prepare(model, optimizer)
+        x = torch.randn(8, 4, device=accelerator.device)
+        loss = model(x).pow(2).mean()
+        accelerator.backward(loss)
+        optimizer.step()
+        assert next(model.parameters()).device.type == DEVICE
+        print("accelerate ok")
+    """, env={"ACCELERATE_TORCH_DEVICE": suite.device})
+
+
 def runtime_cases(spec: Any) -> list[RuntimeCase]:
     cases = [
         RuntimeCase("devices", "runtime", check_devices),
@@ -352,8 +573,19 @@ def runtime_cases(spec: Any) -> list[RuntimeCase]:
         RuntimeCase("serialization", "runtime", check_serialization),
         RuntimeCase("accelerator", "runtime", check_accelerator),
         RuntimeCase("fallback_policy", "runtime", check_fallback_policy),
+        RuntimeCase("autograd", "runtime", check_autograd),
+        RuntimeCase("memory_snapshot", "runtime", check_memory_snapshot),
+        RuntimeCase("graphs", "runtime", check_graphs),
+        RuntimeCase("profiler", "runtime", check_profiler),
+        RuntimeCase("safetensors", "runtime", check_safetensors),
         RuntimeCase("compile", "compile", check_compile),
+        RuntimeCase("compile_aot_eager", "compile", check_compile_aot_eager),
+        RuntimeCase("export", "compile", check_export),
         RuntimeCase("distributed", "distributed", check_distributed),
+        RuntimeCase("fsdp_dtensor", "distributed", check_fsdp_dtensor),
+        RuntimeCase("deepspeed", "integrations", check_deepspeed),
+        RuntimeCase("lightning", "integrations", check_lightning),
+        RuntimeCase("accelerate", "integrations", check_accelerate),
     ]
     if spec.FEATURES.get("pinned_memory"):
         cases.append(RuntimeCase("pinned_memory", "runtime", check_pinned_memory))

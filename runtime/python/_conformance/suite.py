@@ -524,6 +524,7 @@ MARKERS = {
     "runtime": "devices, streams, events, memory, RNG, serialization",
     "compile": "torch.compile on the device",
     "distributed": "torch.distributed on the device",
+    "integrations": "DeepSpeed, Lightning and accelerate on the device",
 }
 
 

@@ -13,8 +13,9 @@ ENV_PREFIX = "KINDLY"
 DEVICE_COUNT = 3
 MEMORY_BYTES = 536870912
 FALLBACK = "cpu"
-FEATURES = {"pinned_memory": True, "autocast": True}
+FEATURES = {"pinned_memory": True, "autocast": True, "host_copies": False}
 TORCH_VERSION = "2.13.0"
+ACCGEN_VERSION = "0.1.0"
 
 # backend.yaml `dtypes:`: the operators are tested over these.
 DTYPES = (

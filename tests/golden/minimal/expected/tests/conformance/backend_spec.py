@@ -13,8 +13,9 @@ ENV_PREFIX = "TINY"
 DEVICE_COUNT = 1
 MEMORY_BYTES = 67108864
 FALLBACK = "error"
-FEATURES = {"pinned_memory": False, "autocast": False}
+FEATURES = {"pinned_memory": False, "autocast": False, "host_copies": False}
 TORCH_VERSION = "2.13.0"
+ACCGEN_VERSION = "0.1.0"
 
 # backend.yaml `dtypes:`: the operators are tested over these.
 DTYPES = (
