@@ -517,6 +517,13 @@ PYBIND11_MODULE(_C, m) {
     }
     return counts;
   });
+  m.def("_transfer_bytes", [] {
+    const TransferBytes bytes = transferBytes();
+    py::dict counts;
+    counts["host_to_device"] = bytes.host_to_device;
+    counts["device_to_host"] = bytes.device_to_host;
+    return counts;
+  });
   m.def("_host_addressable", [] { return hostComputes(); });
   m.def("_memory_stats", [](int device) {
     return memoryStats(static_cast<c10::DeviceIndex>(device));

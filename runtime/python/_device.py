@@ -40,6 +40,7 @@ __all__ = [
     "empty_cache",
     "empty_host_cache",
     "fallback_counts",
+    "transfer_bytes",
     "get_amp_supported_dtype",
     "get_device_capability",
     "get_device_name",
@@ -609,6 +610,14 @@ def fallback_counts() -> dict[str, dict[str, int]]:
     backend still runs through its fallback are the ones to give kernels."""
     return {fallback: dict(sorted(ops.items()))
             for fallback, ops in sorted(_C._fallback_counts().items())}
+
+
+def transfer_bytes() -> dict[str, int]:
+    """The bytes the runtime copied between the host and the device in this
+    process: {"host_to_device": ..., "device_to_host": ...}. On a device
+    the host cannot address, what the operators on the CPU fallback cost in
+    copies."""
+    return dict(_C._transfer_bytes())
 
 
 def structured_loop_counts() -> dict[str, int]:

@@ -126,9 +126,8 @@ at::Tensor hostCopyOfStorage(const at::Tensor& t) {
   const c10::Storage& storage = t.storage();
   at::Tensor bytes = at::empty({static_cast<int64_t>(storage.nbytes())},
                                at::TensorOptions().dtype(at::kByte));
-  ACCGEN_CHECK(accMemcpyAsync(bytes.data_ptr(), storage.data(),
-                              storage.nbytes(), accMemcpyDeviceToHost,
-                              currentNativeStream()));
+  ACCGEN_CHECK(copyAsync(bytes.data_ptr(), storage.data(), storage.nbytes(),
+                         accMemcpyDeviceToHost, currentNativeStream()));
   ACCGEN_CHECK(accStreamSynchronize(currentNativeStream()));
   at::Tensor host = at::empty({0}, t.options().device(c10::kCPU));
   host.set_(bytes.storage(), t.storage_offset(), t.sizes(), t.strides());
@@ -145,9 +144,9 @@ void copyThroughHost(const at::Tensor& src, const at::Tensor& dst) {
   const at::Tensor host_src = hostCopyOfStorage(src);
   at::Tensor host_dst = hostCopyOfStorage(dst);
   host_dst.copy_(host_src);
-  ACCGEN_CHECK(accMemcpyAsync(dst.storage().mutable_data(),
-                              host_dst.storage().data(), dst.storage().nbytes(),
-                              accMemcpyHostToDevice, currentNativeStream()));
+  ACCGEN_CHECK(copyAsync(dst.storage().mutable_data(),
+                         host_dst.storage().data(), dst.storage().nbytes(),
+                         accMemcpyHostToDevice, currentNativeStream()));
 }
 
 // dst <- src on their (common) device, any dtypes and layouts, on the
@@ -214,8 +213,8 @@ void copyHostToDevice(const at::Tensor& src, const at::Tensor& dst,
     staging.copy_(src);
   }
   accStream_t stream = currentNativeStream();
-  ACCGEN_CHECK(accMemcpyAsync(dst.data_ptr(), staging.const_data_ptr(),
-                              byteSpan(dst), accMemcpyHostToDevice, stream));
+  ACCGEN_CHECK(copyAsync(dst.data_ptr(), staging.const_data_ptr(),
+                         byteSpan(dst), accMemcpyHostToDevice, stream));
   if (non_blocking) {
     recordPinnedUse(staging);
     return;
@@ -233,8 +232,8 @@ void copyDeviceToHost(const at::Tensor& src, const at::Tensor& dst,
   const bool direct = sameLayout(source, dst);
   at::Tensor staging = direct ? dst : hostStagingLike(source);
   accStream_t stream = currentNativeStream();
-  ACCGEN_CHECK(accMemcpyAsync(staging.data_ptr(), source.const_data_ptr(),
-                              byteSpan(source), accMemcpyDeviceToHost, stream));
+  ACCGEN_CHECK(copyAsync(staging.data_ptr(), source.const_data_ptr(),
+                         byteSpan(source), accMemcpyDeviceToHost, stream));
   if (non_blocking && direct && isPinnedPtr(dst.storage().data())) {
     recordPinnedUse(dst);
     return;
@@ -249,9 +248,9 @@ void copyDeviceToDevice(const at::Tensor& src, const at::Tensor& dst) {
   if (src.device() == dst.device()) {
     const c10::DeviceGuard guard(dst.device());
     if (sameLayout(src, dst)) {
-      ACCGEN_CHECK(accMemcpyAsync(dst.data_ptr(), src.const_data_ptr(),
-                                  byteSpan(dst), accMemcpyDeviceToDevice,
-                                  currentNativeStream()));
+      ACCGEN_CHECK(copyAsync(dst.data_ptr(), src.const_data_ptr(),
+                             byteSpan(dst), accMemcpyDeviceToDevice,
+                             currentNativeStream()));
     } else {
       launchCopyKernel(src, dst);
     }
@@ -277,9 +276,8 @@ void copyDeviceToDevice(const at::Tensor& src, const at::Tensor& dst) {
     landed._set_neg(source.is_neg());
   }
   accStream_t stream = currentNativeStream();
-  ACCGEN_CHECK(accMemcpyAsync(landed.data_ptr(), source.const_data_ptr(),
-                              byteSpan(source), accMemcpyDeviceToDevice,
-                              stream));
+  ACCGEN_CHECK(copyAsync(landed.data_ptr(), source.const_data_ptr(),
+                         byteSpan(source), accMemcpyDeviceToDevice, stream));
   // `source` may be a temporary of the other device: keep it until read.
   ACCGEN_CHECK(accStreamSynchronize(stream));
   if (!direct) {

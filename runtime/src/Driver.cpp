@@ -5,6 +5,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -212,6 +213,28 @@ void launchDeviceFunction(const char* name, const void* args,
     it = counts.calls.emplace(name, 0).first;
   }
   ++it->second;
+}
+
+namespace {
+std::atomic<int64_t> g_host_to_device{0};
+std::atomic<int64_t> g_device_to_host{0};
+}  // namespace
+
+accError_t copyAsync(void* dst, const void* src, std::size_t count,
+                     accMemcpyKind kind, accStream_t stream) {
+  if (kind == accMemcpyHostToDevice) {
+    g_host_to_device.fetch_add(static_cast<int64_t>(count),
+                               std::memory_order_relaxed);
+  } else if (kind == accMemcpyDeviceToHost) {
+    g_device_to_host.fetch_add(static_cast<int64_t>(count),
+                               std::memory_order_relaxed);
+  }
+  return accMemcpyAsync(dst, src, count, kind, stream);
+}
+
+TransferBytes transferBytes() noexcept {
+  return {g_host_to_device.load(std::memory_order_relaxed),
+          g_device_to_host.load(std::memory_order_relaxed)};
 }
 
 std::vector<std::pair<std::string, int64_t>> deviceFunctionCounts() {

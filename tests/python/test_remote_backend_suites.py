@@ -45,6 +45,16 @@ def test_the_port_matches_its_published_report(remote_backend, tmp_path):
     list, and a move of an operator off the device fails here by name."""
     from published_reports import check_published
 
+    import json
+
     check_published("raccel", "torch_raccel", tmp_path,
                     env={"PYTHONPATH": str(remote_backend),
                          "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    # atan2 is left to `fallback: cpu`: each call copies its arguments to
+    # the host and its result back, and the report says how much.
+    assert report["operators"]["aten::atan2.out"]["path"] == "cpu fallback"
+    cell = report["numerics"]["atan2"]["dtypes"]["float32"]
+    assert cell["fallback_calls"]["cpu"] >= 1, cell
+    assert cell["copied_bytes"]["device_to_host"] > 0, cell
+    assert cell["copied_bytes"]["host_to_device"] > 0, cell

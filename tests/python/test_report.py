@@ -123,6 +123,9 @@ def test_report_writes_json_markdown_and_html(tmp_path, report_modules):
     assert set(report["numerics"]) == {"sigmoid", "nn.functional.relu"}
     cell = report["numerics"]["sigmoid"]["dtypes"]["float32"]
     assert cell["status"] == "strict" and cell["samples"] >= 1, cell
+    # On the emulator the operator runs on device memory: no copies.
+    assert cell["copied_bytes"] == {"host_to_device": 0,
+                                    "device_to_host": 0}, cell
     assert report["numerics"]["sigmoid"]["gradient"]["status"] in ("strict",
                                                                    "basic")
     assert report["numerics"]["sigmoid"]["overloads"][0] == "aten::sigmoid"

@@ -18,7 +18,9 @@ one status:
 Recorded beside the status: the device's and the CPU's time per call (the
 median over the samples), the
 fallback calls per call (the path the operator really took:
-``<package>.fallback_counts()``), and the ATen overloads the device
+``<package>.fallback_counts()``), the bytes copied between the host and
+the device per call (``<package>.transfer_bytes()``), and the ATen
+overloads the device
 received (recorded at the dispatcher, below autograd and the composite
 decompositions).
 """
@@ -250,6 +252,7 @@ class Numerics:
                     "why": "torch's own compare-with-CPU test excludes it"}
         run = _gradients if backward else _call
         before = self.module.fallback_counts()
+        copied = {"host_to_device": 0, "device_to_host": 0}
         verdicts, device_s, cpu_s = [], [], []
         try:
             samples = opinfo_samples(op, "cpu", dtype, requires_grad=backward,
@@ -277,10 +280,13 @@ class Numerics:
                                         if name.startswith("aten::")]
                     before = self.module.fallback_counts()
                     seed(self.device, 0)
+                bytes_before = self.module.transfer_bytes()
                 start = time.perf_counter()
                 got = run(op, moved)
                 self.module.synchronize()
                 device_s.append(time.perf_counter() - start)
+                for key, value in self.module.transfer_bytes().items():
+                    copied[key] += value - bytes_before[key]
                 verdicts.append(_verdict(got, want, self.device))
             except _Untested as why:
                 return {"status": "untested", "why": str(why)}
@@ -305,6 +311,9 @@ class Numerics:
             # Per call of the entry: the operators it sent to a fallback.
             "fallback_calls": {k: round(v / len(verdicts), 2)
                                for k, v in calls.items() if v},
+            # The operator's own copies, per call: the samples' moves to the
+            # device and the results' back are not in them.
+            "copied_bytes": {k: v // len(verdicts) for k, v in copied.items()},
         }
 
     @staticmethod

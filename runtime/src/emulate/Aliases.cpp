@@ -314,9 +314,9 @@ void DeviceCopies::launch() {
     // Note [Host access]: the driver's copies, which consume pageable
     // memory before they return.
     for (const Copy& copy : copies_) {
-      ACCGEN_CHECK(accMemcpyAsync(copy.device_data, copy.host.const_data_ptr(),
-                                  copy.nbytes, accMemcpyHostToDevice,
-                                  currentNativeStream()));
+      ACCGEN_CHECK(copyAsync(copy.device_data, copy.host.const_data_ptr(),
+                             copy.nbytes, accMemcpyHostToDevice,
+                             currentNativeStream()));
     }
     copies_.clear();
     return;

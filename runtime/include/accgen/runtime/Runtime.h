@@ -190,6 +190,20 @@ void launchDeviceFunction(const char* name, const Args& args) {
 /// with fallbackCounts(), where each operator ran.
 std::vector<std::pair<std::string, int64_t>> deviceFunctionCounts();
 
+/// accMemcpyAsync, counting the bytes it moves between the host and the
+/// device (transferBytes): every such copy of the runtime goes through it.
+accError_t copyAsync(void* dst, const void* src, std::size_t count,
+                     accMemcpyKind kind, accStream_t stream);
+
+/// The bytes copied from the host to the device and back, in this process
+/// (copyAsync): with fallbackCounts(), what an operator that runs on the
+/// host costs in copies.
+struct TransferBytes {
+  int64_t host_to_device = 0;
+  int64_t device_to_host = 0;
+};
+TransferBytes transferBytes() noexcept;
+
 /// Whether a graph capture is in progress anywhere (Graph.cpp): one relaxed
 /// atomic load.
 bool graphCaptureInProgress() noexcept;
