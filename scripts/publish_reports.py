@@ -23,7 +23,7 @@ PAGES = ROOT / "docs" / "reports"
 README = ROOT / "README.md"
 # The backends with a published report: their file-name stem and page title.
 BACKENDS = {
-    "accel": "The example on the emulator",
+    "accel": "the example on the emulator",
     "raccel": "examples/remote on the remote driver",
 }
 START, END = "<!-- reports:start -->", "<!-- reports:end -->"

@@ -5,8 +5,10 @@ published for this torch release (docs/reports/data/<backend>-<release>
 
     ACCGEN_UPDATE_REPORTS=1 <the test>   # publish the new report instead
 
-Times are compared loosely (ten times the published one and 5 ms more):
-the published report comes from another machine and another load.
+Times are not compared (--slower 0): the report runs here beside other
+tests, whose load makes a CPU operator's time jump tenfold and more (a
+parallel region waiting for a descheduled thread), and the published
+report comes from another machine. Paths, statuses and capabilities are.
 """
 import gzip
 import os
@@ -38,8 +40,7 @@ def check_published(name, package, work, env=None, timeout=1200):
             f"no published report {baseline.relative_to(REPO)} for torch "
             f"{release}: publish one with ACCGEN_UPDATE_REPORTS=1, then "
             f"python3 scripts/publish_reports.py")
-        args += ["--baseline", str(baseline), "--slower", "10",
-                 "--floor-ms", "5"]
+        args += ["--baseline", str(baseline), "--slower", "0"]
     r = subprocess.run([sys.executable, "-c", code, *args],
                        capture_output=True, text=True, timeout=timeout,
                        cwd=str(work), env=dict(os.environ, **(env or {})))

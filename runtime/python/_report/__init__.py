@@ -69,7 +69,8 @@ def _parser(package: str) -> argparse.ArgumentParser:
 def _time_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--slower", type=float, default=3.0,
                         help="a device time this many times the baseline's "
-                             "is a regression (default 3)")
+                             "is a regression (default 3; 0: times are not "
+                             "compared)")
     parser.add_argument("--floor-ms", type=float, default=1.0,
                         help="time differences below this are noise "
                              "(default 1 ms)")

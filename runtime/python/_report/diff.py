@@ -7,7 +7,8 @@ Worse, and a regression (exit status 1):
 * an OpInfo entry whose status for a dtype, or whose gradient, got worse
   (strict, basic, failed: numerics.RANK);
 * an entry whose device time per call grew by more than `slower` times and
-  by more than `floor_ms` (times below the floor are noise);
+  by more than `floor_ms` (times below the floor are noise; `slower` 0
+  compares no times);
 * a capability that passed and no longer does.
 
 What only one report has (an entry the other run did not reach, an
@@ -83,7 +84,7 @@ def diff(old: dict[str, Any], new: dict[str, Any], slower: float = 3.0,
         elif rb < ra:
             better.append(f"numerics {what}: {a['status']} -> {b['status']}")
         ta, tb = a.get("device_ms"), b.get("device_ms")
-        if ta is not None and tb is not None:
+        if slower > 0 and ta is not None and tb is not None:
             if tb > slower * ta and tb - ta > floor_ms:
                 worse.append(f"time {what}: {ta:.3f} -> {tb:.3f} ms a call "
                              f"({tb / max(ta, 1e-9):.1f}x)")

@@ -16,7 +16,7 @@ one status:
   out).
 
 Recorded beside the status: the device's and the CPU's time per call (the
-median over the samples), the
+median over the samples, each timed after an untimed first call), the
 fallback calls per call (the path the operator really took:
 ``<package>.fallback_counts()``), the bytes copied between the host and
 the device per call (``<package>.transfer_bytes()``), and the ATen
@@ -183,6 +183,14 @@ class _Untested(Exception):
     pass
 
 
+def _add_changes(calls: dict[str, int], before: dict, after: dict) -> None:
+    """Adds to `calls` the fallback calls made between two readings of
+    fallback_counts()."""
+    for kind in calls:
+        calls[kind] += (sum(after.get(kind, {}).values())
+                        - sum(before.get(kind, {}).values()))
+
+
 class Numerics:
     """The numerics of the entries `only` selects, over `dtypes`, on
     `device`, within `budget` seconds (None: no bound)."""
@@ -251,7 +259,7 @@ class Numerics:
             return {"status": "untested",
                     "why": "torch's own compare-with-CPU test excludes it"}
         run = _gradients if backward else _call
-        before = self.module.fallback_counts()
+        calls = {"emulate": 0, "cpu": 0}
         copied = {"host_to_device": 0, "device_to_host": 0}
         verdicts, device_s, cpu_s = [], [], []
         try:
@@ -268,25 +276,32 @@ class Numerics:
             except Exception:  # noqa: BLE001 - the CPU refuses this sample
                 continue
             cpu_s.append(time.perf_counter() - start)
+            try:
+                # Untimed first: what a first call costs once (a learned
+                # shape, a lazy initialisation) is no part of the time; on
+                # the first sample the call records the overloads too.
+                recorder = _Overloads()
+                warm = _to_device(sample, self.device)
+                seed(self.device, 0)
+                with recorder:
+                    run(op, warm)
+                if not row["overloads"] and not backward:
+                    row["overloads"] = [name for name in recorder.names
+                                        if name.startswith("aten::")]
+            except Exception:  # noqa: BLE001 - the timed call reports it
+                pass
             moved = _to_device(sample, self.device)
             seed(self.device, 0)
             try:
-                if not row["overloads"] and not backward:
-                    recorder = _Overloads()
-                    recorded = _to_device(sample, self.device)
-                    with recorder:
-                        _call(op, recorded)
-                    row["overloads"] = [name for name in recorder.names
-                                        if name.startswith("aten::")]
-                    before = self.module.fallback_counts()
-                    seed(self.device, 0)
-                bytes_before = self.module.transfer_bytes()
+                fallbacks = self.module.fallback_counts()
+                transfers = self.module.transfer_bytes()
                 start = time.perf_counter()
                 got = run(op, moved)
                 self.module.synchronize()
                 device_s.append(time.perf_counter() - start)
+                _add_changes(calls, fallbacks, self.module.fallback_counts())
                 for key, value in self.module.transfer_bytes().items():
-                    copied[key] += value - bytes_before[key]
+                    copied[key] += value - transfers[key]
                 verdicts.append(_verdict(got, want, self.device))
             except _Untested as why:
                 return {"status": "untested", "why": str(why)}
@@ -297,10 +312,6 @@ class Numerics:
         if not verdicts:
             return {"status": "untested",
                     "why": "the CPU accepts none of its samples"}
-        after = self.module.fallback_counts()
-        calls = {kind: sum(after.get(kind, {}).values())
-                 - sum(before.get(kind, {}).values())
-                 for kind in ("emulate", "cpu")}
         return {
             "status": "basic" if "basic" in verdicts else "strict",
             "samples": len(verdicts),
@@ -308,11 +319,11 @@ class Numerics:
             # process) does not move it.
             "device_ms": round(1000.0 * statistics.median(device_s), 4),
             "cpu_ms": round(1000.0 * statistics.median(cpu_s), 4),
-            # Per call of the entry: the operators it sent to a fallback.
+            # Per call of the entry: the operators it sent to a fallback,
+            # and the bytes the operator itself copied (the samples' moves
+            # to the device and the results' back are not in them).
             "fallback_calls": {k: round(v / len(verdicts), 2)
                                for k, v in calls.items() if v},
-            # The operator's own copies, per call: the samples' moves to the
-            # device and the results' back are not in them.
             "copied_bytes": {k: v // len(verdicts) for k, v in copied.items()},
         }
 
