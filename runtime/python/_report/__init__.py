@@ -184,6 +184,7 @@ def run(args: argparse.Namespace, package: str) -> int:
         "numerics": results,
         "capabilities": matrix,
     }
+    document.check_interrupted()
     texts = {"report.json": document.dumps(report),
              "report.md": render.markdown(report),
              "report.html": render.html_page(report)}
@@ -200,6 +201,7 @@ def run(args: argparse.Namespace, package: str) -> int:
 
 
 def main(argv: list[str], package: str) -> int:
+    document.catch_interrupts()
     try:
         if argv[:1] == ["diff"]:
             args = _diff_parser(package).parse_args(argv[1:])

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from .._conformance.runtime_checks import runtime_cases
+from .document import check_interrupted
 from .numerics import first_line
 
 # (capability, the runtime checks backing it, by RuntimeCase name). "eager
@@ -80,6 +81,7 @@ def capabilities(suite: Any, skip: set[str],
     cases = {case.name: case for case in runtime_cases(suite.spec)}
     matrix = {}
     for capability, checks in ROWS:
+        check_interrupted()
         progress(f"capabilities: {capability}")
         start = time.monotonic()
         status, reason = "passed", ""

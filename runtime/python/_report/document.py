@@ -6,7 +6,9 @@ import gzip
 import json
 import os
 import pathlib
+import signal
 import tempfile
+import threading
 from typing import Any
 
 SCHEMA = "accgen-report"
@@ -30,6 +32,29 @@ class ReportError(Exception):
     def __init__(self, message: str, code: int = EXIT_BAD_REPORT) -> None:
         super().__init__(message)
         self.code = code
+
+
+_interrupted = threading.Event()
+
+
+def _on_interrupt(signum: int, frame: Any) -> None:
+    _interrupted.set()
+    raise KeyboardInterrupt
+
+
+def catch_interrupts() -> None:
+    """Ctrl-C (SIGINT) stops the run even where code it runs swallows the
+    KeyboardInterrupt (a bare `except:` in a sample function): the signal
+    is remembered, and check_interrupted() raises it again."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _on_interrupt)
+
+
+def check_interrupted() -> None:
+    """Raises KeyboardInterrupt if SIGINT came (catch_interrupts); the
+    report's loops call it between entries and between checks."""
+    if _interrupted.is_set():
+        raise KeyboardInterrupt
 
 
 def load(path: str) -> dict[str, Any]:

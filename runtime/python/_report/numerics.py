@@ -39,6 +39,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from .._conformance.inputs import opinfo_samples, seed
+from .document import check_interrupted
 
 PROFILES = ("float32", "float16", "bfloat16", "int64", "bool", "complex64")
 STATUSES = ("strict", "basic", "failed", "untested")
@@ -226,6 +227,7 @@ class Numerics:
         results: dict[str, dict[str, Any]] = {}
         started = time.monotonic()
         for number, op in enumerate(ops):
+            check_interrupted()
             if number % 25 == 0:
                 self.progress(f"numerics: {number}/{len(ops)} entries, "
                               f"{time.monotonic() - started:.0f} s")
