@@ -32,12 +32,11 @@ print(time.perf_counter() - start, len(rows))
 """
 
 
-def child(code: str, *args: str, timed_inside: bool = False) -> float:
-    """The child's wall time, or the seconds it prints first
+def child(*args: str, timed_inside: bool = False) -> float:
+    """The wall time of `python *args`, or the seconds it prints first
     (`timed_inside`)."""
     start = time.perf_counter()
-    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
-                       text=True)
+    r = subprocess.run([sys.executable, *args], capture_output=True, text=True)
     elapsed = time.perf_counter() - start
     if r.returncode != 0:
         sys.exit(f"the child failed ({r.returncode}):\n{r.stderr[-3000:]}")
@@ -49,17 +48,15 @@ def main() -> None:
     parser.add_argument("--package", default="torch_accel")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    report = (f"import sys, torch, {args.package}\n"
-              f"from {args.package}._report import main\n"
-              f"sys.exit(main(sys.argv[1:], '{args.package}'))\n")
+    report = ("-m", f"{args.package}.report", "--out")
     rows = []
     with tempfile.TemporaryDirectory() as work:
         figures = {
-            "survey": (lambda: child(SURVEY.format(package=args.package),
+            "survey": (lambda: child("-c", SURVEY.format(package=args.package),
                                      timed_inside=True), 30.0),
-            "no numerics": (lambda: child(report, "--out", work,
-                                          "--no-numerics"), None),
-            "whole report": (lambda: child(report, "--out", work), 600.0),
+            "no numerics": (lambda: child(*report, work, "--no-numerics"),
+                            None),
+            "whole report": (lambda: child(*report, work), 600.0),
         }
         for name, (measure, target) in figures.items():
             seconds = statistics.median(measure() for _ in range(args.repeat))

@@ -31,9 +31,6 @@ def check_published(name, package, work, env=None, timeout=1200):
     baseline = stem.with_name(stem.name + ".json.gz")
     update = os.environ.get("ACCGEN_UPDATE_REPORTS") == "1"
     out = pathlib.Path(work) / "report"
-    code = (f"import sys, torch, {package}\n"
-            f"from {package}._report import main\n"
-            f"sys.exit(main(sys.argv[1:], '{package}'))\n")
     args = ["--out", str(out)]
     if not update:
         assert baseline.is_file(), (
@@ -41,7 +38,7 @@ def check_published(name, package, work, env=None, timeout=1200):
             f"{release}: publish one with ACCGEN_UPDATE_REPORTS=1, then "
             f"python3 scripts/publish_reports.py")
         args += ["--baseline", str(baseline), "--slower", "0"]
-    r = subprocess.run([sys.executable, "-c", code, *args],
+    r = subprocess.run([sys.executable, "-m", f"{package}.report", *args],
                        capture_output=True, text=True, timeout=timeout,
                        cwd=str(work), env=dict(os.environ, **(env or {})))
     assert r.returncode == 0, (

@@ -15,9 +15,9 @@ or of random draws in another order), or it is KNOWN here, with its reason;
 a KNOWN entry that passes fails the test too, so the list stays true. At
 least 99% of the entries torch does not exclude must pass.
 """
+import importlib
 import os
 import pathlib
-import unittest
 
 import pytest
 import torch
@@ -37,19 +37,6 @@ KNOWN = {
 
 _SPECS = pathlib.Path(os.environ.get(
     "ACCGEN_TEST_SPECS", pathlib.Path(__file__).resolve().parents[2] / "specs"))
-
-
-def _skipped_by_torch(op) -> bool:
-    for info in op.decorators:
-        if (getattr(info, "cls_name", None) == "TestCommon"
-                and getattr(info, "test_name", None) == "test_compare_cpu"
-                and info.device_type is None
-                and (info.dtypes is None or torch.float32 in info.dtypes)
-                and any(d is unittest.expectedFailure
-                        or getattr(d, "__qualname__", "").startswith("skip.")
-                        for d in info.decorators)):
-            return True
-    return False
 
 
 def _spec_fallback_ops() -> set[str]:
@@ -98,6 +85,8 @@ def _compare(op, sample, device, checks):
 
 
 def test_opinfo_operators_match_the_cpu(device, mod, checks):
+    excluded_by_torch = importlib.import_module(
+        mod.__name__ + "._report.numerics").excluded_by_torch
     ops = [op for op in op_db
            if torch.float32 in op.supported_dtypes("cpu")]
     ran, passed, failures, unexpected_passes = 0, 0, {}, []
@@ -110,7 +99,9 @@ def test_opinfo_operators_match_the_cpu(device, mod, checks):
                                                 limit=SAMPLES):
                 _compare(op, sample, device, checks)
         except Exception as error:  # noqa: BLE001 - reported below
-            if _skipped_by_torch(op):
+            # torch's own compare-with-CPU test excludes it (the backend's
+            # report uses the same rule).
+            if excluded_by_torch(op, torch.float32):
                 excluded += 1
                 continue
             ran += 1

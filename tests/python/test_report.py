@@ -216,11 +216,9 @@ def test_an_interrupted_run_keeps_the_last_good_report(tmp_path,
     good = _report(tmp_path, "--no-numerics", "--skip", "all", "--out", "out")
     assert good.returncode == 0, good.stderr
     before = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}
-    code = (f"import sys, torch, {_PACKAGE}\n"
-            f"from {_PACKAGE}._report import main\n"
-            f"sys.exit(main(sys.argv[1:], '{_PACKAGE}'))\n")
     process = subprocess.Popen(
-        [sys.executable, "-c", code, "--out", "out", "--skip", "all"],
+        [sys.executable, "-m", f"{_PACKAGE}.report", "--out", "out", "--skip",
+         "all"],
         cwd=str(tmp_path), stderr=subprocess.PIPE, text=True,
         env=dict(os.environ, PYTHONUNBUFFERED="1"))
     for line in process.stderr:

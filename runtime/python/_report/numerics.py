@@ -282,12 +282,14 @@ class Numerics:
                 # Untimed first: what a first call costs once (a learned
                 # shape, a lazy initialisation) is no part of the time; on
                 # the first sample the call records the overloads too.
-                recorder = _Overloads()
                 warm = _to_device(sample, self.device)
                 seed(self.device, 0)
-                with recorder:
+                if row["overloads"] or backward:
                     run(op, warm)
-                if not row["overloads"] and not backward:
+                else:
+                    recorder = _Overloads()
+                    with recorder:
+                        run(op, warm)
                     row["overloads"] = [name for name in recorder.names
                                         if name.startswith("aten::")]
             except Exception:  # noqa: BLE001 - the timed call reports it
