@@ -26,7 +26,6 @@ def build_remote_backend(work):
     records the torch it runs under), then generate, then build against the
     remote driver into work/site."""
     project = work / "raccel"
-    # --8<-- [start:port-steps]
     for part in ("specs", "kernels", "device"):
         shutil.copytree(os.path.join(EXAMPLE, part), project / part)
     run([ACCGEN, "generate", "--specs", str(project / "specs"),
@@ -38,7 +37,6 @@ def build_remote_backend(work):
          "-q", "--no-deps", "--target", str(work / "site"),
          "-Ccmake.define.ACCGEN_DRIVER_TARGET=accgen::remote", str(project)],
         env=env)
-    # --8<-- [end:port-steps]
     return work / "site"
 
 

@@ -5,8 +5,10 @@ from there as a vendor uses it: `accgen init`, `accgen generate --check`,
 `python -m accgen --cmakedir`, and a backend's CMake configure finding
 accgen's package in the wheel.
 
-The wheel and the venv are the session's (wheel_build.py, conftest.py); the
-backend built from them with build isolation is test_fallback_error.py's.
+The wheel and the venv are the session's (wheel_build.py, conftest.py). Two
+backends are built from them with build isolation, pip bringing accgen from
+the wheel's directory and the lock's torch into the build: the example
+ported to the remote driver, here, and test_fallback_error.py's.
 """
 import pathlib
 import re
@@ -17,6 +19,8 @@ import zipfile
 
 import pytest
 
+from init_backend import TEST_ONLY_BUILD
+from remote_backend import check
 from wheel_build import REPO, clean_env, run
 
 # accgen's version, as CMakeLists.txt declares it.
@@ -177,3 +181,48 @@ def test_configure_names_a_missing_compiler(venv, project, tmp_path):
     assert r.returncode != 0, r.stdout[-2000:]
     assert "No C++ compiler found on PATH" in message, r.stderr
     assert "apt-get install g++" in message, r.stderr
+
+
+@pytest.fixture(scope="module")
+def remote_port(venv, wheel, tmp_path_factory):
+    """The example ported to the remote driver (examples/remote), as the
+    guide ports it, from the wheel alone: its specs, kernels and device
+    code, `accgen generate` from the venv, then `pip install` with build
+    isolation and the remote driver's target; installed into a directory of
+    its own."""
+    work = tmp_path_factory.mktemp("remote-wheel")
+    project, site = work / "raccel", work / "site"
+    env = clean_env(venv, **TEST_ONLY_BUILD)
+    # --8<-- [start:port-steps]
+    for part in ("specs", "kernels", "device"):
+        shutil.copytree(REPO / "examples" / "remote" / part, project / part)
+    run(["accgen", "generate", "--specs", project / "specs", "--out", project],
+        env=env)
+    run([venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps",
+         "--find-links", wheel.parent, "--target", site,
+         "-Ccmake.define.ACCGEN_DRIVER_TARGET=accgen::remote", project],
+        env=env, timeout=3600)
+    # --8<-- [end:port-steps]
+    return site
+
+
+def test_the_remote_port_builds_from_the_wheel_alone(remote_port):
+    # Its device code runs in the device process the wheel ships
+    # (accgen/bin/accgen-remote-device), over memory the host cannot
+    # address; results as the CPU's.
+    check(remote_port, """
+        assert not torch.raccel.host_addressable()
+        torch.manual_seed(0)
+        a, b, m = torch.randn(33, 17), torch.randn(33, 17), torch.randn(17, 9)
+        da, db, dm = a.to("raccel"), b.to("raccel"), m.to("raccel")
+        for device_result, cpu_result in [
+                (da + db, a + b), (da * db, a * b), (torch.relu(da), torch.relu(a)),
+                (da @ dm, a @ m), (da.sum(-1), a.sum(-1)),
+                (torch.sigmoid(da), torch.sigmoid(a))]:
+            assert device_result.device.type == "raccel"
+            torch.testing.assert_close(device_result.cpu(), cpu_result)
+        counts = torch.raccel.device_function_counts()
+        for name in ("raccel_add_f32", "raccel_mul_f32", "raccel_relu_f32",
+                     "raccel_mm_f32", "raccel_sum_f32"):
+            assert counts.get(name, 0) > 0, (name, counts)
+    """)

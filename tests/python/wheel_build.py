@@ -51,8 +51,10 @@ def build_accgen_wheel(work):
                 env["CXX"] = line.split("=", 1)[1]
             elif line.startswith("CMAKE_C_COMPILER:"):
                 env["CC"] = line.split("=", 1)[1]
-    run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation",
-         "--no-deps", "-q", "-w", wheels, REPO], env=env, timeout=1800)
+    # With build isolation, as `pip install accgen` builds from a source
+    # tree: pip brings scikit-build-core into the build.
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", wheels,
+         REPO], env=env, timeout=1800)
     (wheel,) = wheels.glob("accgen-*.whl")
     venv = work / "site"
     # torch is the environment's (accgen reads its schemas), accgen only
