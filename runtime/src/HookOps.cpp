@@ -86,6 +86,109 @@ std::array<at::Tensor, N> toDevice(const std::array<at::Tensor, N>& host,
   return out;
 }
 
+// Note [Queued hook operators]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Convolution and fused attention are queued on their stream, as the
+// emulated operators are (Note [Queued operators]), once the call's results
+// are known ahead and its arguments are known to pass the CPU kernel's
+// checks. The first call with each key of its arguments (Note [Shape cache]
+// in src/emulate/Engine.cpp) runs on the stream and waits, so that a wrong
+// argument raises at the call, as on CUDA; it records the geometry of the
+// results its CPU kernel gave. The later calls with that key allocate the
+// results on the device with that geometry (fused attention allocates its
+// own from the arguments' shapes) and queue the CPU kernel, which writes
+// into their host views: one more pass over the results than a call that
+// waits. Fused attention with dropout draws from the CPU's generator and
+// always waits, as random operators do. Each operator keeps its last
+// kSeenCalls keys, the distinct convolutions of a network.
+
+using emulate::detail::ShapeCache;
+constexpr std::size_t kSeenCalls = 64;
+
+// The key of a hook call: its operator's tag, then every argument's
+// (emulate::detail::keyArg); nullopt when an argument is not keyed.
+template <class... Args>
+std::optional<ShapeCache::Key> callKey(int64_t tag, const Args&... args) {
+  ShapeCache::Key key{tag};
+  if ((emulate::detail::keyArg(key, args) && ...)) {
+    return key;
+  }
+  return std::nullopt;
+}
+
+// Runs `compute` (host views in, nothing out) for a call whose results
+// exist already: queued when a call with `key` ran before, else on the
+// stream, waiting, and `key` remembered.
+template <class Compute>
+void runSeen(ShapeCache& seen, std::optional<ShapeCache::Key> key,
+             emulate::HostViews& host, const Compute& compute,
+             const char* what) {
+  ShapeCache::Results none;
+  if (key.has_value() && seen.lookup(*key, none)) {
+    host.queue(compute, what);
+    return;
+  }
+  host.run(compute);
+  if (key.has_value()) {
+    seen.insert(std::move(*key), none);
+  }
+}
+
+// The device results of `compute` (host views in, its N results out,
+// undefined where an output mask leaves one out, contiguous): queued into
+// results allocated with the geometry the first call with `key` gave, or
+// computed on the stream, waiting, and that geometry remembered.
+template <std::size_t N, class Compute>
+std::array<at::Tensor, N> resultsSeen(ShapeCache& seen,
+                                      std::optional<ShapeCache::Key> key,
+                                      emulate::HostViews& host,
+                                      const Compute& compute,
+                                      const char* what) {
+  ShapeCache::Results shapes;
+  if (key.has_value() && seen.lookup(*key, shapes) && shapes.size() == N) {
+    const c10::DeviceGuard guard(host.device());
+    std::array<at::Tensor, N> results;
+    std::array<at::Tensor, N> views;
+    for (std::size_t i = 0; i < N; ++i) {
+      if (shapes[i].dtype != at::ScalarType::Undefined) {
+        results[i] = emulate::detail::allocateResult(
+            shapes[i].sizes, shapes[i].strides, shapes[i].dtype);
+        views[i] = host(results[i]);
+      }
+    }
+    host.queue(
+        [compute, views] {
+          const std::array<at::Tensor, N> computed = compute();
+          for (std::size_t i = 0; i < N; ++i) {
+            if (views[i].defined()) {
+              at::Tensor(views[i]).copy_(computed[i]);
+            }
+          }
+        },
+        what);
+    return results;
+  }
+  std::array<at::Tensor, N> computed;
+  const auto place = KernelResultsPlace::of(host.device().index());
+  host.run([&] {
+    const KernelAllocations allocations(&place);
+    computed = compute();
+  });
+  if (key.has_value()) {
+    for (const at::Tensor& result : computed) {
+      ShapeCache::Result& shape = shapes.emplace_back();
+      shape.dtype = at::ScalarType::Undefined;
+      if (result.defined()) {
+        shape.sizes.assign(result.sizes().begin(), result.sizes().end());
+        shape.strides.assign(result.strides().begin(), result.strides().end());
+        shape.dtype = result.scalar_type();
+      }
+    }
+    seen.insert(std::move(*key), shapes);
+  }
+  return toDevice(computed, host.device());
+}
+
 // The host views of what a fused LSTM or GRU cell takes: the gates from
 // the input and from the hidden state, the cell's state, and the optional
 // biases of each gate set.
@@ -126,21 +229,25 @@ at::Tensor convolutionOverrideable(
     const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride,
     c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, bool transposed,
     c10::SymIntArrayRef output_padding, c10::SymInt groups) {
+  static ShapeCache seen(kSeenCalls);
   emulate::HostViews host;
   const at::Tensor h_input = host(input);
   const at::Tensor h_weight = host(weight);
   const std::optional<at::Tensor> h_bias = host(bias);
-  at::Tensor result;
-  const auto place = KernelResultsPlace::of(host.device().index());
-  host.run([&] {
-    const KernelAllocations allocations(&place);
-    // Contiguous, as the meta kernel (and so torch.compile) expects.
-    result = at::convolution(h_input, h_weight, h_bias, concrete(stride),
-                             concrete(padding), concrete(dilation), transposed,
-                             concrete(output_padding), groups.expect_int())
-                 .contiguous();
-  });
-  return emulate::copyToDevice(result, host.device());
+  const auto compute =
+      [=, stride = concrete(stride), padding = concrete(padding),
+       dilation = concrete(dilation), output_padding = concrete(output_padding),
+       groups = groups.expect_int()] {
+        // Contiguous, as the meta kernel (and so torch.compile) expects.
+        return std::array<at::Tensor, 1>{
+            at::convolution(h_input, h_weight, h_bias, stride, padding,
+                            dilation, transposed, output_padding, groups)
+                .contiguous()};
+      };
+  return resultsSeen<1>(seen,
+                        callKey(0, input, weight, bias, stride, padding,
+                                dilation, transposed, output_padding, groups),
+                        host, compute, "convolution_overrideable")[0];
 }
 
 // The hooks' parameters are the dispatcher's unboxed signature, which takes
@@ -152,6 +259,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolutionBackwardOverrideable(
     c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, bool transposed,
     c10::SymIntArrayRef output_padding, c10::SymInt groups,
     std::array<bool, 3> output_mask) {
+  static ShapeCache seen(kSeenCalls);
   emulate::HostViews host;
   const at::Tensor h_grad = host(grad_output);
   const at::Tensor h_input = host(input);
@@ -159,21 +267,26 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolutionBackwardOverrideable(
   const int64_t num_groups = groups.expect_int();
   const std::vector<int64_t> bias_sizes = {weight.size(transposed ? 1 : 0) *
                                            (transposed ? num_groups : 1)};
-  std::array<at::Tensor, 3> grads;
-  const auto place = KernelResultsPlace::of(host.device().index());
-  host.run([&] {
-    const KernelAllocations allocations(&place);
+  const auto compute = [=, stride = concrete(stride),
+                        padding = concrete(padding),
+                        dilation = concrete(dilation),
+                        output_padding = concrete(output_padding)] {
+    std::array<at::Tensor, 3> grads;
     std::tie(grads[0], grads[1], grads[2]) = at::convolution_backward(
-        h_grad, h_input, h_weight, bias_sizes, concrete(stride),
-        concrete(padding), concrete(dilation), transposed,
-        concrete(output_padding), num_groups, output_mask);
+        h_grad, h_input, h_weight, bias_sizes, stride, padding, dilation,
+        transposed, output_padding, num_groups, output_mask);
     for (at::Tensor& grad : grads) {
       if (grad.defined()) {
         grad = grad.contiguous();
       }
     }
-  });
-  auto [grad_input, grad_weight, grad_bias] = toDevice(grads, host.device());
+    return grads;
+  };
+  auto [grad_input, grad_weight, grad_bias] = resultsSeen<3>(
+      seen,
+      callKey(1, grad_output, input, weight, stride, padding, dilation,
+              transposed, output_padding, groups, output_mask),
+      host, compute, "convolution_backward_overrideable");
   return {grad_input, grad_weight, grad_bias};
 }
 
@@ -207,12 +320,18 @@ scaledDotProductFusedAttentionOverrideable(
   const std::optional<at::Tensor> h_bias = host(attn_bias);
   at::Tensor h_out = host(out);
   at::Tensor h_logsumexp = host(logsumexp);
-  host.run([&] {
+  const auto compute = [=] {
     auto [o, lse] = at::_scaled_dot_product_flash_attention_for_cpu(
         h_query, h_key, h_value, dropout_p, is_causal, h_bias, scale);
     h_out.copy_(o);
     h_logsumexp.copy_(lse);
-  });
+  };
+  static ShapeCache seen(kSeenCalls);
+  runSeen(seen,
+          dropout_p == 0.0
+              ? callKey(2, query, key, value, attn_bias, is_causal, scale)
+              : std::nullopt,
+          host, compute, "_scaled_dot_product_fused_attention_overrideable");
   const auto philox = at::empty({}, at::TensorOptions().dtype(at::kLong));
   return {out,       logsumexp, at::Tensor(), at::Tensor(), length_q,
           length_kv, philox,    philox,       at::Tensor()};
@@ -247,7 +366,7 @@ scaledDotProductFusedAttentionOverrideableBackward(
   at::Tensor h_grad_value = host(grad_value);
   at::Tensor h_grad_bias = host(grad_bias);
   const bool bias_grad = attn_bias.defined() && grad_input_mask[3];
-  host.run([&] {
+  const auto compute = [=] {
     std::optional<at::Tensor> mask;
     if (h_bias.defined()) {
       mask = h_bias;
@@ -281,7 +400,15 @@ scaledDotProductFusedAttentionOverrideableBackward(
       h_grad_bias.copy_(
           probs.mul(grad_probs.sub(row)).sum_to_size(h_bias.sizes()));
     }
-  });
+  };
+  static ShapeCache seen(kSeenCalls);
+  runSeen(seen,
+          dropout_p == 0.0
+              ? callKey(3, grad_out, query, key, value, attn_bias,
+                        grad_input_mask, out, logsumexp, is_causal, scale)
+              : std::nullopt,
+          host, compute,
+          "_scaled_dot_product_fused_attention_overrideable_backward");
   return {grad_query, grad_key, grad_value, grad_bias};
 }
 // NOLINTEND(performance-unnecessary-value-param)

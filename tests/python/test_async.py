@@ -312,3 +312,96 @@ def test_functional_operators_without_shape_functions_learn_and_queue(
     # synchronization: a key it has not learned runs at its call instead.
     with pytest.raises(RuntimeError, match="normalized_shape"):
         torch.native_layer_norm(dx, (31,), dw, db, 1e-5)
+
+
+def _common_operators():
+    """(name, f(tensors) -> result) for the operators a model's step uses,
+    the hook operators (convolution, fused attention), factories, stubs,
+    reductions and losses among them; `t` holds the arguments, on the
+    device or the CPU alike."""
+    import torch.nn.functional as F
+
+    return {
+        "add": lambda t: t["x"] + t["y"],
+        "mul_": lambda t: t["x"].clone().mul_(2),
+        "abs (stub)": lambda t: t["x"].abs(),
+        "sin (stub)": lambda t: torch.sin(t["x"]),
+        "abs out=": lambda t: torch.abs(t["x"], out=torch.empty_like(t["x"])),
+        "relu": lambda t: torch.relu(t["x"]),
+        "neg": lambda t: -t["x"],
+        "exp": lambda t: t["x"].exp(),
+        "clamp": lambda t: t["x"].clamp(-0.5, 0.5),
+        "where": lambda t: torch.where(t["x"] > 0, t["x"], t["y"]),
+        "gelu": lambda t: F.gelu(t["x"]),
+        "sum": lambda t: t["x"].sum(),
+        "sum dim": lambda t: t["x"].sum(1),
+        "mean": lambda t: t["x"].mean(0),
+        "amax": lambda t: t["x"].amax(1),
+        "cumsum": lambda t: t["x"].cumsum(1),
+        "norm": lambda t: t["x"].norm(),
+        "linalg.vector_norm": lambda t: torch.linalg.vector_norm(t["x"], dim=1),
+        "softmax": lambda t: torch.softmax(t["x"], 1),
+        "log_softmax": lambda t: torch.log_softmax(t["x"], 1),
+        "mse_loss": lambda t: F.mse_loss(t["x"], t["y"]),
+        "cross_entropy": lambda t: F.cross_entropy(t["x"], t["labels"]),
+        "mm": lambda t: t["x"] @ t["y"].t(),
+        "linear": lambda t: F.linear(t["x"], t["y"], t["x"][0]),
+        "bmm": lambda t: torch.bmm(t["q"][0], t["q"][0].transpose(1, 2)),
+        "layer_norm": lambda t: F.layer_norm(t["x"], (16,)),
+        "batch_norm (eval)": lambda t: F.batch_norm(
+            t["image"], t["running"], t["running"] + 1, training=False),
+        "conv2d": lambda t: F.conv2d(t["image"], t["weight"], padding=1),
+        "max_pool2d": lambda t: F.max_pool2d(t["image"], 2),
+        "scaled_dot_product_attention": lambda t: F.scaled_dot_product_attention(
+            t["q"], t["q"], t["q"]),
+        "zeros_like": lambda t: torch.zeros_like(t["x"]),
+        "ones_like": lambda t: torch.ones_like(t["x"]),
+        "full": lambda t: torch.full((16, 16), 2.5, device=t["x"].device),
+        "zeros": lambda t: torch.zeros(16, 16, device=t["x"].device),
+        "clone": lambda t: t["x"].clone(),
+        "contiguous": lambda t: t["x"].t().contiguous(),
+        "cat": lambda t: torch.cat([t["x"], t["y"]]),
+        "index_select": lambda t: t["x"].index_select(0, t["labels"]),
+        "embedding": lambda t: F.embedding(t["labels"], t["x"]),
+        "conv2d backward": lambda t: torch.autograd.grad(
+            F.conv2d(t["image"].requires_grad_(), t["weight"], padding=1).sum(),
+            t["image"])[0],
+        "attention backward": lambda t: torch.autograd.grad(
+            F.scaled_dot_product_attention(
+                t["q"].requires_grad_(), t["q"], t["q"]).sum(), t["q"])[0],
+        "mse_loss backward": lambda t: torch.autograd.grad(
+            F.mse_loss(t["x"].requires_grad_(), t["y"]), t["x"])[0],
+    }
+
+
+def _arguments(device):
+    torch.manual_seed(0)
+    cpu = {
+        "x": torch.randn(16, 16), "y": torch.randn(16, 16),
+        "labels": torch.randint(0, 16, (16,)),
+        "image": torch.randn(2, 3, 8, 8), "weight": torch.randn(4, 3, 3, 3),
+        "running": torch.zeros(3), "q": torch.randn(1, 2, 8, 4),
+    }
+    return {k: v.to(device) for k, v in cpu.items()}
+
+
+def test_common_operators_queue_behind_work(device, mod):
+    # Every operator that need not read device data on the host returns
+    # while the stream is still held, as on CUDA (Note [Queued operators],
+    # Note [Queued hook operators] in runtime/src/HookOps.cpp), and
+    # computes as the CPU does. Each runs twice on an idle stream first: the
+    # first call with a key of its arguments may wait (it proves them).
+    waited = []
+    for name, op in _common_operators().items():
+        for _ in range(2):
+            op(_arguments(device))
+        mod.synchronize()
+        args = _arguments(device)
+        mod._sleep(HOLD_MS)
+        result = op(args)
+        if mod.current_stream().query():
+            waited.append(name)
+        mod.synchronize()
+        expected = op(_arguments("cpu"))
+        torch.testing.assert_close(result.cpu(), expected, msg=name)
+    assert not waited, f"these operators made the host wait: {waited}"

@@ -27,7 +27,8 @@ def _mixes(device):
         # Not in the example's spec: the emulate fallback.
         "lgamma out= on the cpu": lambda: torch.lgamma(a, out=torch.empty(3, 3)),
         # kind: fallback in the example's spec: the CPU fallback.
-        "cumsum out= on the cpu": lambda: torch.cumsum(a, 0, out=torch.empty(3, 3)),
+        "logcumsumexp out= on the cpu": lambda: torch.logcumsumexp(
+            a, 0, out=torch.empty(3, 3)),
         # kind: kernel and kind: stub in the example's spec (on an init
         # backend, whatever registers them).
         "add": lambda: a + c,
@@ -65,15 +66,15 @@ def _shrunk(device, nbytes):
 
 
 @pytest.mark.parametrize("nbytes", [0, 8])
-@pytest.mark.parametrize("use", ["mul", "copy to the cpu", "cumsum", "add",
-                                 "relu", "abs"])
+@pytest.mark.parametrize("use", ["mul", "copy to the cpu", "logcumsumexp",
+                                 "add", "relu", "abs"])
 def test_views_past_their_storage_raise(device, nbytes, use):
-    # In the example: mul emulated, cumsum through the CPU fallback, add and
-    # relu user kernels, abs a DispatchStub.
+    # In the example: mul emulated, logcumsumexp through the CPU fallback,
+    # add and relu user kernels, abs a DispatchStub.
     t = _shrunk(device, nbytes)
     run = {"mul": lambda: t * 2,
            "copy to the cpu": lambda: t.cpu(),
-           "cumsum": lambda: torch.cumsum(t, 0),
+           "logcumsumexp": lambda: torch.logcumsumexp(t, 0),
            "add": lambda: t + t,
            "relu": lambda: torch.relu(t),
            "abs": lambda: torch.abs(t)}[use]

@@ -98,10 +98,10 @@ def test_random_fallback_uses_the_device_generator(device, mod, policy):
 # --8<-- [start:fallback-per-operator]
 def test_per_operator_fallback_entry(device, mod, policy):
     x = torch.randn(2, 6)
-    torch.testing.assert_close(torch.cumsum(x.to(device), 1).cpu(),
-                               torch.cumsum(x, 1))
-    # cumsum is listed with kind `fallback`: it runs on the CPU.
-    assert mod.fallback_counts()["cpu"]["aten::cumsum"] >= 1
+    torch.testing.assert_close(torch.logcumsumexp(x.to(device), 1).cpu(),
+                               torch.logcumsumexp(x, 1))
+    # logcumsumexp is listed with kind `fallback`: it runs on the CPU.
+    assert mod.fallback_counts()["cpu"]["aten::logcumsumexp"] >= 1
 
 
 def test_unlisted_operators_are_counted_by_fallback(device, mod, policy):
@@ -171,8 +171,9 @@ def test_emulate_fallback_dropout_draws_from_the_device(
 
 
 def test_fallback_warning_once_per_operator(device, policy, run_python):
-    # The warning is about copies: operators that run on the CPU (cumsum is
-    # listed with kind `fallback`; under `fallback: cpu` erf is too) warn
+    # The warning is about copies: operators that run on the CPU
+    # (logcumsumexp is listed with kind `fallback`; under `fallback: cpu` erf
+    # is too) warn
     # once each, emulated ones (add; erf under `fallback: emulate`) never.
     env_var = device.upper() + "_WARN_FALLBACK"
     code = textwrap.dedent(f"""
@@ -181,10 +182,10 @@ def test_fallback_warning_once_per_operator(device, policy, run_python):
         x = torch.randn(3, device="{device}")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            torch.cumsum(x, 0); torch.cumsum(x, 0); torch.erf(x)
+            torch.logcumsumexp(x, 0); torch.logcumsumexp(x, 0); torch.erf(x)
             x + x
         messages = [str(w.message) for w in caught]
-        print(len([m for m in messages if "aten::cumsum" in m]),
+        print(len([m for m in messages if "aten::logcumsumexp" in m]),
               len([m for m in messages if "aten::erf" in m]),
               len([m for m in messages if "aten::add" in m]))
     """)

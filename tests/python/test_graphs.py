@@ -52,6 +52,34 @@ def test_capture_runs_nothing_and_replay_is_asynchronous(device, mod, side):
                                rtol=1e-4, atol=1e-3)
 
 
+def test_convolution_and_attention_replay_after_a_warm_up(device, side):
+    # Once an eager call with the same arguments' shapes ran, the hook
+    # operators are queued, and so captured (Note [Queued hook operators]).
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    weight, query = torch.randn(4, 3, 3, 3), torch.randn(1, 2, 8, 4)
+    static_x = torch.zeros(2, 3, 8, 8, device=device)
+    static_q = torch.zeros(1, 2, 8, 4, device=device)
+
+    def step(x, w, q):
+        return (F.conv2d(x, w, padding=1).relu().sum(),
+                F.scaled_dot_product_attention(q, q, q).abs().sum() + q.sin().sum())
+
+    device_weight = weight.to(device)
+    step(static_x, device_weight, static_q)  # the warm-up
+    graph = torch.accelerator.Graph()
+    with graph:
+        static_out = step(static_x, device_weight, static_q)
+    for _ in range(2):
+        x, q = torch.randn(2, 3, 8, 8), torch.randn(1, 2, 8, 4)
+        static_x.copy_(x.to(device))
+        static_q.copy_(q.to(device))
+        graph.replay()
+        for got, expected in zip(static_out, step(x, weight, q)):
+            torch.testing.assert_close(got.cpu(), expected)
+
+
 def _mlp():
     torch.manual_seed(0)
     return nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))

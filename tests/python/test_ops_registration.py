@@ -75,7 +75,8 @@ GROUPS = [
     ("sub.Tensor", "emulate", ["sub_.Tensor", "sub.out"]),
     ("max.dim", "emulate", ["max.dim_max"]),
     ("uniform_", "emulate", []),
-    ("cumsum", "fallback", ["cumsum_", "cumsum.out"]),
+    ("cumsum", "emulate", ["cumsum_", "cumsum.out"]),
+    ("logcumsumexp", "fallback", ["logcumsumexp.out"]),
 ]
 
 

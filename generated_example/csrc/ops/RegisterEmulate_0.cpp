@@ -58,6 +58,8 @@
 #include <ATen/ops/clamp_ops.h>
 #include <ATen/ops/cos_meta_dispatch.h>
 #include <ATen/ops/cos_ops.h>
+#include <ATen/ops/cumsum_meta_dispatch.h>
+#include <ATen/ops/cumsum_ops.h>
 #include <ATen/ops/div_meta_dispatch.h>
 #include <ATen/ops/div_ops.h>
 #include <ATen/ops/dot_ops.h>
@@ -83,8 +85,6 @@
 #include <ATen/ops/isnan_ops.h>
 #include <ATen/ops/le_meta_dispatch.h>
 #include <ATen/ops/le_ops.h>
-#include <ATen/ops/lerp_meta_dispatch.h>
-#include <ATen/ops/lerp_ops.h>
 #include "csrc/Backend.h"
 
 namespace accel::emulated {
@@ -251,6 +251,16 @@ at::Tensor& shape_cos_(at::Tensor& self) {
   return at::meta::cos_(self);
 }
 
+// The results of cumsum as meta tensors.
+at::Tensor shape_cumsum(const at::Tensor& self, int64_t dim, ::std::optional<at::ScalarType> dtype) {
+  return at::meta::cumsum(self, dim, dtype);
+}
+
+// The results of cumsum_ as meta tensors.
+at::Tensor& shape_cumsum_(at::Tensor& self, int64_t dim, ::std::optional<at::ScalarType> dtype) {
+  return at::meta::cumsum_(self, dim, dtype);
+}
+
 // The results of div.Tensor as meta tensors.
 at::Tensor shape_div_Tensor(const at::Tensor& self, const at::Tensor& other) {
   return at::meta::div(self, other);
@@ -386,16 +396,6 @@ at::Tensor& shape_le__Scalar(at::Tensor& self, const at::Scalar& other) {
   return at::meta::le_(self, other);
 }
 
-// The results of le_.Tensor as meta tensors.
-at::Tensor& shape_le__Tensor(at::Tensor& self, const at::Tensor& other) {
-  return at::meta::le_(self, other);
-}
-
-// The results of lerp.Scalar as meta tensors.
-at::Tensor shape_lerp_Scalar(const at::Tensor& self, const at::Tensor& end, const at::Scalar& weight) {
-  return at::meta::lerp(self, end, weight);
-}
-
 }  // namespace
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -466,6 +466,9 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("cos", emulate::kernel<at::_ops::cos, &shape_cos>());
   m.impl("cos.out", emulate::kernel<at::_ops::cos_out>());
   m.impl("cos_", emulate::kernel<at::_ops::cos_, &shape_cos_>());
+  m.impl("cumsum", emulate::kernel<at::_ops::cumsum, &shape_cumsum>());
+  m.impl("cumsum.out", emulate::kernel<at::_ops::cumsum_out>());
+  m.impl("cumsum_", emulate::kernel<at::_ops::cumsum_, &shape_cumsum_>());
   m.impl("div.Tensor", emulate::kernel<at::_ops::div_Tensor, &shape_div_Tensor>());
   m.impl("div.Tensor_mode", emulate::kernel<at::_ops::div_Tensor_mode, &shape_div_Tensor_mode>());
   m.impl("div.out", emulate::kernel<at::_ops::div_out>());
@@ -516,9 +519,6 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("le.Tensor", emulate::kernel<at::_ops::le_Tensor, &shape_le_Tensor>());
   m.impl("le.Tensor_out", emulate::kernel<at::_ops::le_Tensor_out>());
   m.impl("le_.Scalar", emulate::kernel<at::_ops::le__Scalar, &shape_le__Scalar>());
-  m.impl("le_.Tensor", emulate::kernel<at::_ops::le__Tensor, &shape_le__Tensor>());
-  m.impl("lerp.Scalar", emulate::kernel<at::_ops::lerp_Scalar, &shape_lerp_Scalar>());
-  m.impl("lerp.Scalar_out", emulate::kernel<at::_ops::lerp_Scalar_out>());
 }
 
 }  // namespace accel::emulated

@@ -13,6 +13,8 @@
 // kernel would refuse the device (Note [The runtime's operator sets]).
 // Moving an operator to real hardware is one word in specs/operators.yaml:
 // kind emulate becomes kernel.
+#include <ATen/ops/le_meta_dispatch.h>
+#include <ATen/ops/le_ops.h>
 #include <ATen/ops/lerp_meta_dispatch.h>
 #include <ATen/ops/lerp_ops.h>
 #include <ATen/ops/log1p_meta_dispatch.h>
@@ -87,15 +89,21 @@
 #include <ATen/ops/std_ops.h>
 #include <ATen/ops/sub_meta_dispatch.h>
 #include <ATen/ops/sub_ops.h>
-#include <ATen/ops/sum_meta_dispatch.h>
-#include <ATen/ops/sum_ops.h>
-#include <ATen/ops/tanh_meta_dispatch.h>
-#include <ATen/ops/tanh_ops.h>
 #include "csrc/Backend.h"
 
 namespace accel::emulated {
 
 namespace {
+
+// The results of le_.Tensor as meta tensors.
+at::Tensor& shape_le__Tensor(at::Tensor& self, const at::Tensor& other) {
+  return at::meta::le_(self, other);
+}
+
+// The results of lerp.Scalar as meta tensors.
+at::Tensor shape_lerp_Scalar(const at::Tensor& self, const at::Tensor& end, const at::Scalar& weight) {
+  return at::meta::lerp(self, end, weight);
+}
 
 // The results of lerp_.Scalar as meta tensors.
 at::Tensor& shape_lerp__Scalar(at::Tensor& self, const at::Tensor& end, const at::Scalar& weight) {
@@ -347,19 +355,12 @@ at::Tensor& shape_sub__Tensor(at::Tensor& self, const at::Tensor& other, const a
   return at::meta::sub_(self, other, alpha);
 }
 
-// The results of sum.dim_IntList as meta tensors.
-at::Tensor shape_sum_dim_IntList(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, ::std::optional<at::ScalarType> dtype) {
-  return at::meta::sum(self, dim, keepdim, dtype);
-}
-
-// The results of tanh as meta tensors.
-at::Tensor shape_tanh(const at::Tensor& self) {
-  return at::meta::tanh(self);
-}
-
 }  // namespace
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("le_.Tensor", emulate::kernel<at::_ops::le__Tensor, &shape_le__Tensor>());
+  m.impl("lerp.Scalar", emulate::kernel<at::_ops::lerp_Scalar, &shape_lerp_Scalar>());
+  m.impl("lerp.Scalar_out", emulate::kernel<at::_ops::lerp_Scalar_out>());
   m.impl("lerp_.Scalar", emulate::kernel<at::_ops::lerp__Scalar, &shape_lerp__Scalar>());
   m.impl("log", emulate::kernel<at::_ops::log, &shape_log>());
   m.impl("log.out", emulate::kernel<at::_ops::log_out>());
@@ -477,9 +478,6 @@ ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sub.Tensor", emulate::kernel<at::_ops::sub_Tensor, &shape_sub_Tensor>());
   m.impl("sub.out", emulate::kernel<at::_ops::sub_out>());
   m.impl("sub_.Tensor", emulate::kernel<at::_ops::sub__Tensor, &shape_sub__Tensor>());
-  m.impl("sum.IntList_out", emulate::kernel<at::_ops::sum_IntList_out>());
-  m.impl("sum.dim_IntList", emulate::kernel<at::_ops::sum_dim_IntList, &shape_sum_dim_IntList>());
-  m.impl("tanh", emulate::kernel<at::_ops::tanh, &shape_tanh>());
 }
 
 }  // namespace accel::emulated

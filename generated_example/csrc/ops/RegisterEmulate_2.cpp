@@ -13,6 +13,8 @@
 // kernel would refuse the device (Note [The runtime's operator sets]).
 // Moving an operator to real hardware is one word in specs/operators.yaml:
 // kind emulate becomes kernel.
+#include <ATen/ops/sum_meta_dispatch.h>
+#include <ATen/ops/sum_ops.h>
 #include <ATen/ops/tanh_backward_meta_dispatch.h>
 #include <ATen/ops/tanh_backward_ops.h>
 #include <ATen/ops/tanh_meta_dispatch.h>
@@ -30,6 +32,16 @@
 namespace accel::emulated {
 
 namespace {
+
+// The results of sum.dim_IntList as meta tensors.
+at::Tensor shape_sum_dim_IntList(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, ::std::optional<at::ScalarType> dtype) {
+  return at::meta::sum(self, dim, keepdim, dtype);
+}
+
+// The results of tanh as meta tensors.
+at::Tensor shape_tanh(const at::Tensor& self) {
+  return at::meta::tanh(self);
+}
 
 // The results of tanh_ as meta tensors.
 at::Tensor& shape_tanh_(at::Tensor& self) {
@@ -54,6 +66,9 @@ at::Tensor shape_threshold_backward(const at::Tensor& grad_output, const at::Ten
 }  // namespace
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("sum.IntList_out", emulate::kernel<at::_ops::sum_IntList_out>());
+  m.impl("sum.dim_IntList", emulate::kernel<at::_ops::sum_dim_IntList, &shape_sum_dim_IntList>());
+  m.impl("tanh", emulate::kernel<at::_ops::tanh, &shape_tanh>());
   m.impl("tanh.out", emulate::kernel<at::_ops::tanh_out>());
   m.impl("tanh_", emulate::kernel<at::_ops::tanh_, &shape_tanh_>());
   m.impl("tanh_backward", emulate::kernel<at::_ops::tanh_backward, &shape_tanh_backward>());

@@ -16,9 +16,8 @@
 namespace accel::fallback {
 
 ACCGEN_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("cumsum", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
-  m.impl("cumsum.out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
-  m.impl("cumsum_", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
+  m.impl("logcumsumexp", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
+  m.impl("logcumsumexp.out", torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
 }
 
 ACCGEN_LIBRARY_IMPL(_, PrivateUse1, m) {

@@ -355,6 +355,7 @@ at::Tensor HostViews::operator()(const at::Tensor& device_tensor) {
   if (const void* data = device_tensor.storage().data(); data != nullptr) {
     buffers_.push_back(data);
   }
+  bytes_ += device_tensor.nbytes();
   return hostAlias(device_tensor);
 }
 
@@ -379,6 +380,15 @@ void HostViews::run(c10::function_ref<void()> fn) const {
     return;
   }
   runOnDevice(device().index(), buffers_, fn);
+}
+
+void HostViews::queue(std::function<void()> fn, std::string what) const {
+  if (C10_UNLIKELY(!hostComputes())) {
+    run(fn);
+    return;
+  }
+  queueOnDevice(device().index(), buffers_, bytes_, std::move(fn),
+                std::move(what));
 }
 
 c10::Device HostViews::device() const {

@@ -1,6 +1,7 @@
 // The one algorithm of the emulation engine (Note [How an emulated operator
 // runs] in Rule.cpp), over either argument representation, and the shape
 // cache it keeps per operator.
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -64,7 +65,8 @@ bool shapesOf(Rule& rule, Call& call, ShapeCache::Results& shapes,
   if (keyed && rule.shapes.lookup(key, shapes)) {
     return true;
   }
-  if (rule.learns_shapes) {
+  if (rule.learns_shapes ||
+      rule.learns_after_resize.load(std::memory_order_relaxed)) {
     if (keyed && learn != nullptr) {
       learn->emplace(std::move(key));
     }
@@ -160,6 +162,11 @@ bool runThroughOut(Rule& rule, Call& call, const ShapeCache::Results& shapes) {
   resized = aliases.reconcileWritten() || resized;
   if (resized) {
     rule.via_out.store(false, std::memory_order_relaxed);
+    if (rule.may_learn) {
+      // What the shape function gave is not what the kernel keeps.
+      rule.shapes.clear();
+      rule.learns_after_resize.store(true, std::memory_order_relaxed);
+    }
     return false;
   }
   rule.out_proven.store(true, std::memory_order_relaxed);
@@ -211,14 +218,16 @@ bool metaShapes(const Rule& rule, torch::jit::Stack stack,
 }
 
 // The results' shapes for a queued call: from the shape function, or,
-// without one (only in a graph capture), those learned for the call's key
-// (Note [Learned shapes]), else the Meta kernel's; false when they are not
-// known.
+// without one or when its shapes proved wrong (only in a graph capture),
+// those learned for the call's key (Note [Learned shapes]), else the Meta
+// kernel's; false when they are not known.
 bool shapesToQueue(Rule& rule, Call& call, ShapeCache::Results& shapes) {
-  if (rule.has_shape_function) {
+  const bool learns = rule.learns_shapes ||
+                      rule.learns_after_resize.load(std::memory_order_relaxed);
+  if (rule.has_shape_function && !learns) {
     return shapesOf(rule, call, shapes);
   }
-  if (rule.learns_shapes && shapesOf(rule, call, shapes)) {
+  if (learns && shapesOf(rule, call, shapes)) {
     return true;
   }
   torch::jit::Stack host;
@@ -228,10 +237,15 @@ bool shapesToQueue(Rule& rule, Call& call, ShapeCache::Results& shapes) {
 
 // Rule 3, queued (Note [Queued operators]): an in-place operator whose
 // shape function accepts the arguments and keeps the geometry of the ones
-// it writes; false, with nothing queued, otherwise.
-bool queueInPlace(Rule& rule, Call& call, AliasSet& aliases) {
+// it writes, or whose written arguments have the geometry `learned` that an
+// earlier call with the same key kept; false, with nothing queued,
+// otherwise.
+bool queueInPlace(Rule& rule, Call& call, AliasSet& aliases,
+                  const ShapeCache::Results* learned) {
   ShapeCache::Results shapes;
-  if (!shapesToQueue(rule, call, shapes)) {
+  if (learned != nullptr) {
+    shapes = *learned;
+  } else if (!shapesToQueue(rule, call, shapes)) {
     return false;
   }
   // The written arguments keep their geometry, checked before anything is
@@ -315,6 +329,34 @@ bool queueLearned(Rule& rule, Call& call, AliasSet& aliases,
   return true;
 }
 
+// The geometry of the call's written arguments' host aliases; empty when
+// one no longer starts at the device data it was made over (the kernel
+// moved it).
+ShapeCache::Results writtenGeometry(const AliasSet& aliases) {
+  ShapeCache::Results geometry;
+  bool moved = false;
+  aliases.forEachWritten([&](const at::Tensor& host, const void* data) {
+    moved = moved || host.storage().data() != data;
+    geometry.push_back({c10::SmallVector<int64_t, 5>(host.sizes()),
+                        c10::SmallVector<int64_t, 5>(host.strides()),
+                        host.scalar_type()});
+  });
+  if (moved) {
+    geometry.clear();
+  }
+  return geometry;
+}
+
+bool sameGeometry(const ShapeCache::Results& a, const ShapeCache::Results& b) {
+  return a.size() == b.size() &&
+         std::equal(
+             a.begin(), a.end(), b.begin(),
+             [](const ShapeCache::Result& x, const ShapeCache::Result& y) {
+               return x.sizes == y.sizes && x.strides == y.strides &&
+                      x.dtype == y.dtype;
+             });
+}
+
 // Rule 3: the CPU kernel on host aliases. With `learn`, the shapes of its
 // results, when all are fresh, are kept under that key for rule 1.
 void runDirect(Rule& rule, Call& call,
@@ -344,18 +386,50 @@ void runDirect(Rule& rule, Call& call,
     const at::AutoDispatchBelowADInplaceOrView below_autograd;
     fn();
   } else {
+    // Note [Learned shapes]: an in-place or out= form without a shape
+    // function may be queued once a call with the same key (which holds
+    // what the arguments share) kept its written arguments' geometry.
+    std::optional<ShapeCache::Key> written_key;
+    ShapeCache::Results written_shapes;
+    bool seen_written = false;
+    if (rule.learns_written && queueable(rule)) {
+      ShapeCache::Key key;
+      keyDefaults(key);
+      if (call.key(key)) {
+        aliases.keySharing(key);
+        seen_written = rule.shapes.lookup(key, written_shapes);
+        written_key.emplace(std::move(key));
+      }
+    }
     const bool may_queue =
         queueable(rule) &&
-        (rule.has_shape_function || graphCaptureInProgress()) &&
+        (rule.has_shape_function || graphCaptureInProgress() || seen_written) &&
         rule.results == Rule::Results::kArguments;
+    ShapeCache::Results written_before;
+    if (written_key.has_value() && !seen_written) {
+      written_before = writtenGeometry(aliases);
+    }
     // Note [Learned shapes]: without an out= overload, a functional
     // operator may be queued once it learned its shapes.
-    const bool may_queue_learned = rule.results == Rule::Results::kOther &&
-                                   rule.learns_shapes && !rule.out.has_value();
+    const bool may_queue_learned =
+        rule.results == Rule::Results::kOther &&
+        ((rule.learns_shapes && !rule.out.has_value()) ||
+         rule.learns_after_resize.load(std::memory_order_relaxed));
+    if (may_queue_learned && !learn.has_value() && queueable(rule)) {
+      // Learned from a call that runs at once too, so that the next call
+      // with its key may be queued.
+      ShapeCache::Key key;
+      ShapeCache::Results known;
+      keyDefaults(key);
+      if (call.key(key) && !rule.shapes.lookup(key, known)) {
+        learn.emplace(std::move(key));
+      }
+    }
     bool resized = false;
     if (!launchIfSmall(aliases, may_queue || may_queue_learned, fn,
                        /*fresh_results=*/false, resized)) {
-      if (may_queue && queueInPlace(rule, call, aliases)) {
+      if (may_queue && queueInPlace(rule, call, aliases,
+                                    seen_written ? &written_shapes : nullptr)) {
         return;
       }
       if (may_queue_learned && queueLearned(rule, call, aliases, learn)) {
@@ -363,6 +437,10 @@ void runDirect(Rule& rule, Call& call,
       }
       launchAndWait(aliases.device(), aliases.buffers(), fn,
                     /*fresh_results=*/false, &rule.op);
+    }
+    if (written_key.has_value() && !seen_written && !written_before.empty() &&
+        sameGeometry(writtenGeometry(aliases), written_before)) {
+      rule.shapes.insert(std::move(*written_key), written_before);
     }
   }
   aliases.reconcileWritten();
@@ -424,9 +502,12 @@ void collectShapes(const at::Tensor& meta, ShapeCache::Results& out) {
 // everything a shape computation reads (Note [Shape cache]), so the shapes
 // are those the CPU kernel gives; an operator whose shapes depend on more
 // than that (random draws, a device argument, CPU tensors by design,
-// data-dependent shapes, which carry dynamic_output_shape) learns nothing,
-// and an out= kernel that resizes a result all the same sends the operator to
-// rule 3 for good (rule 2).
+// data-dependent shapes, which carry dynamic_output_shape) learns nothing.
+// An out= kernel that resizes a result all the same sends the operator to
+// rule 3 for good (rule 2); its shape function's answers are dropped, and
+// from then on it learns its shapes as an operator without one (mse_loss,
+// whose shape function gives the elementwise shape that its out= kernel
+// resizes to the reduction's).
 // --8<-- [end:learned-shapes]
 
 // --8<-- [start:shape-cache]
@@ -437,10 +518,10 @@ void collectShapes(const at::Tensor& meta, ShapeCache::Results& out) {
 // small operator's kernel. That computation reads nothing but the arguments
 // (a tensor's metadata, any other argument's value) and torch's default
 // dtypes, so each operator keeps its answer for its last eight distinct calls
-// (ShapeCache::kEntries). The key holds the default dtypes and, for every
-// argument, a tag and either the tensor's device type, dtype, flags (wrapped
-// number, conjugate, negative), sizes, strides and storage offset, or the
-// value itself. Calls with arguments of other kinds (lists of tensors,
+// (a ShapeCache's default size). The key holds the default dtypes and, for
+// every argument, a tag and either the tensor's device type, dtype, flags
+// (wrapped number, conjugate, negative), sizes, strides and storage offset, or
+// the value itself. Calls with arguments of other kinds (lists of tensors,
 // generators, complex numbers, symbolic integers) are not keyed.
 // --8<-- [end:shape-cache]
 
@@ -457,12 +538,18 @@ bool ShapeCache::lookup(const Key& key, Results& out) const {
 
 void ShapeCache::insert(Key key, const Results& results) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (entries_.size() < kEntries) {
+  if (entries_.size() < entries_limit_) {
     entries_.emplace_back(std::move(key), results);
     return;
   }
   entries_[next_] = {std::move(key), results};
-  next_ = (next_ + 1) % kEntries;
+  next_ = (next_ + 1) % entries_limit_;
+}
+
+void ShapeCache::clear() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  entries_.clear();
+  next_ = 0;
 }
 
 void keyDefaults(ShapeCache::Key& key) {

@@ -5,8 +5,10 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -107,10 +109,21 @@ struct Rule {
   // earlier call with the same key: for rule 1, or to queue rule 3 (Note
   // [Learned shapes]).
   bool learns_shapes = false;
+  // Its results depend on its key alone: it may learn its shapes.
+  bool may_learn = false;
+  // An in-place or out= form without a shape function that may learn: the
+  // geometry its written arguments keep, for the calls that may be queued
+  // (Note [Learned shapes]).
+  bool learns_written = false;
   // The boxed representation's shape function, when there is one.
   std::optional<c10::KernelFunction> shape;
   // Cleared for good when the out= kernel resized a result it was given.
   std::atomic<bool> via_out{false};
+  // Set then, for an operator that may learn: its shape function gives
+  // shapes its CPU kernel does not keep (mse_loss's reduction), so from
+  // then on it learns them as an operator without one (Note [Learned
+  // shapes]).
+  std::atomic<bool> learns_after_resize{false};
   // Set once the out= kernel ran without resizing a result: from then on
   // it may be queued (Note [Queued operators]).
   std::atomic<bool> out_proven{false};
@@ -163,6 +176,12 @@ struct QueuedKernel {
 /// next synchronization, with its message (Note [Queued operators]).
 void launchQueued(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
                   std::unique_ptr<QueuedKernel> kernel);
+
+/// Queues `fn`, which owns what it runs on, as launchQueued queues a
+/// kernel; `what` names it in the error it may raise.
+void launchQueuedFunction(c10::DeviceIndex device,
+                          c10::ArrayRef<const void*> buffers,
+                          std::function<void()> fn, std::string what);
 
 /// Whether operators may be queued: false under ACCGEN_LAUNCH_BLOCKING=1.
 bool queueingAllowed();

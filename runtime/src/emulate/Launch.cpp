@@ -4,9 +4,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -116,13 +118,21 @@ void parkIfExiting() noexcept {
 //    without resizing a result (the first call of each operator in a
 //    process waits; an operator of rule 0 qualifies once its structured
 //    class, which is also its out= kernel, ran its loop);
-//  - a functional operator without a usable out= overload, once it learned
-//    its shapes for the call's key: its CPU kernel's results are copied
-//    into results allocated ahead with those shapes;
+//  - a functional operator without a usable out= overload, or whose out=
+//    kernel resized what its shape function gave (mse_loss), once it
+//    learned its shapes for the call's key: its CPU kernel's results are
+//    copied into results allocated ahead with those shapes;
 //  - an in-place or out= form whose registration brings its shape function
 //    (at::meta::add_: the in-place forms of structured groups), which
 //    checks the arguments on the host and keeps the geometry of the ones it
-//    writes;
+//    writes, and, without one (zero_, linalg_vector_norm.out: those the
+//    emulate fallback catches), once an earlier call with the same key,
+//    which says what the arguments share, kept that geometry;
+//  - a stub's loop (`kind: stub`), whose TensorIterator checked the
+//    operands on the host: it is queued with a copy of the iterator that
+//    holds them, unless the stub takes a generator;
+//  - the hook operators, convolution and fused attention, once a call with
+//    the same key ran (Note [Queued hook operators] in HookOps.cpp);
 //  - views (unfold, view_as_real), which read no data: they run on the
 //    host at once, without a place in the stream's order.
 // Whatever may raise because of the arguments runs on the host before a
@@ -133,10 +143,11 @@ void parkIfExiting() noexcept {
 // of a small model, which then cost no hand-off to the stream's worker.
 // Everything else waits for the stream: random operators (the default
 // generator is swapped for the call), operators whose result shapes depend
-// on the data (nonzero, as on CUDA), the first call with a key of an
-// operator that learns its shapes, and in-place and out= forms without a
-// shape function (those the emulate fallback catches). A graph capture can
-// only queue: it queues those in-place and out= forms too, gives a
+// on the data (nonzero, as on CUDA), the CPU fallback (`kind: fallback`,
+// which copies the operands to the host), and the first call with a key of
+// an operator that learns its shapes or geometry (the first call of each
+// operator computed through its out= overload too). A graph capture can
+// only queue: it queues in-place and out= forms not seen before too, gives a
 // functional operator with neither a shape function nor learned shapes its
 // Meta kernel's shapes, and refuses what must wait (Note [Device graphs]).
 // A queued kernel owns its host aliases and a boxed copy of its host
@@ -167,43 +178,78 @@ void deferWarnings(std::vector<c10::Warning>& warnings) {
   g_has_deferred_warnings.store(true, std::memory_order_release);
 }
 
-accError_t runQueued(detail::QueuedKernel& kernel) {
+// Runs `body`, a queued kernel's work, on the stream's worker: its
+// warnings are raised at the host's next operator, an exception becomes the
+// stream's sticky error, its message kept under `what` for the next
+// synchronization (Note [Queued operators]).
+template <class Body>
+accError_t runDeferring(std::string_view what, const Body& body) {
   WarningCollector warnings;
   {
     const c10::WarningUtils::WarningHandlerGuard warning_guard(&warnings);
     try {
       at::AutoDispatchBelowADInplaceOrView below_autograd;
-      // A copy: the call consumes its stack, and a graph that captured the
-      // kernel runs it again (Note [Graph replay] in the emulator).
-      torch::jit::Stack stack = kernel.stack;
-      kernel.op.redispatchBoxed(detail::kCpuKeySet, &stack);
-      for (std::size_t i = 0; i < kernel.results.size(); ++i) {
-        const at::Tensor& result = stack.at(i).toTensor();
-        at::Tensor& into = kernel.results[i];
-        TORCH_CHECK(result.sizes() == into.sizes() &&
-                        result.scalar_type() == into.scalar_type(),
-                    "the CPU kernel returned a result of another shape or "
-                    "dtype than its shape function gave");
-        into.copy_(result);
-      }
-      for (const auto& w : kernel.written) {
-        TORCH_CHECK(w.host.storage().data() == w.data &&
-                        w.host.sizes() == c10::IntArrayRef(w.sizes) &&
-                        w.host.strides() == c10::IntArrayRef(w.strides),
-                    "the CPU kernel resized an argument it writes; run with "
-                    "ACCGEN_LAUNCH_BLOCKING=1 to see where");
-      }
+      body();
     } catch (const std::exception& e) {
       const c10::Error* error = dynamic_cast<const c10::Error*>(&e);
       const std::lock_guard<std::mutex> lock(g_deferred_mutex);
       g_deferred_errors.push_back(c10::str(
-          kernel.op.schema().name(), ": ",
+          what, ": ",
           error != nullptr ? error->what_without_backtrace() : e.what()));
       return accErrorLaunchFailure;
     }
   }
   deferWarnings(warnings.warnings);
   return accSuccess;
+}
+
+accError_t runQueued(detail::QueuedKernel& kernel) {
+  return runDeferring(kernel.op.schema().name(), [&] {
+    // A copy: the call consumes its stack, and a graph that captured the
+    // kernel runs it again (Note [Graph replay] in the emulator).
+    torch::jit::Stack stack = kernel.stack;
+    kernel.op.redispatchBoxed(detail::kCpuKeySet, &stack);
+    for (std::size_t i = 0; i < kernel.results.size(); ++i) {
+      const at::Tensor& result = stack.at(i).toTensor();
+      at::Tensor& into = kernel.results[i];
+      TORCH_CHECK(result.sizes() == into.sizes() &&
+                      result.scalar_type() == into.scalar_type(),
+                  "the CPU kernel returned a result of another shape or "
+                  "dtype than its shape function gave");
+      into.copy_(result);
+    }
+    for (const auto& w : kernel.written) {
+      TORCH_CHECK(w.host.storage().data() == w.data &&
+                      w.host.sizes() == c10::IntArrayRef(w.sizes) &&
+                      w.host.strides() == c10::IntArrayRef(w.strides),
+                  "the CPU kernel resized an argument it writes; run with "
+                  "ACCGEN_LAUNCH_BLOCKING=1 to see where");
+    }
+  });
+}
+
+// Launches `work` (a Work with `accError_t run()`) owned by the launch on
+// `device`'s current stream, with the caller's thread-local state (grad
+// mode, dispatch keys, the profiler) on the stream's worker.
+template <class Work>
+void launchOwnedWork(c10::DeviceIndex device,
+                     c10::ArrayRef<const void*> buffers, Work work) {
+  parkIfExiting();
+  noteDeviceThread();
+  struct Owned {
+    Work work;
+    at::ThreadLocalState state;
+  };
+  auto owned = std::make_unique<Owned>(Owned{std::move(work), {}});
+  ACCGEN_CHECK(accLaunchKernelOwned(
+      currentNativeStream(device),
+      [](void* data) {
+        auto* run = static_cast<Owned*>(data);
+        const at::ThreadLocalStateGuard state(run->state);
+        return run->work.run();
+      },
+      owned.release(), [](void* data) { delete static_cast<Owned*>(data); },
+      buffers.data(), buffers.size()));
 }
 
 // After a launch ran: raises its warnings again on this thread and rethrows
@@ -276,24 +322,22 @@ bool launchIfIdle(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
 
 void launchQueued(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
                   std::unique_ptr<QueuedKernel> kernel) {
-  parkIfExiting();
-  noteDeviceThread();
-  // The caller's thread-local state (grad mode, dispatch keys, the
-  // profiler) travels with the kernel to the stream's worker.
-  struct Owned {
+  struct Work {
     std::unique_ptr<QueuedKernel> kernel;
-    at::ThreadLocalState state;
+    accError_t run() const { return runQueued(*kernel); }
   };
-  auto owned = std::make_unique<Owned>(Owned{std::move(kernel), {}});
-  ACCGEN_CHECK(accLaunchKernelOwned(
-      currentNativeStream(device),
-      [](void* data) {
-        auto* run = static_cast<Owned*>(data);
-        const at::ThreadLocalStateGuard state(run->state);
-        return runQueued(*run->kernel);
-      },
-      owned.release(), [](void* data) { delete static_cast<Owned*>(data); },
-      buffers.data(), buffers.size()));
+  launchOwnedWork(device, buffers, Work{std::move(kernel)});
+}
+
+void launchQueuedFunction(c10::DeviceIndex device,
+                          c10::ArrayRef<const void*> buffers,
+                          std::function<void()> fn, std::string what) {
+  struct Work {
+    std::function<void()> fn;
+    std::string what;
+    accError_t run() const { return runDeferring(what, fn); }
+  };
+  launchOwnedWork(device, buffers, Work{std::move(fn), std::move(what)});
 }
 
 bool queueingAllowed() {
@@ -360,6 +404,19 @@ bool beginExit() noexcept {
 void runOnDevice(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
                  c10::function_ref<void()> fn) {
   detail::launchAndWait(device, buffers, fn, /*fresh_results=*/false);
+}
+
+void queueOnDevice(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
+                   std::size_t bytes, std::function<void()> fn,
+                   std::string what) {
+  if (!detail::queueingAllowed()) {
+    runOnDevice(device, buffers, fn);
+    return;
+  }
+  if (bytes <= detail::kInlineBytes && runOnDeviceIfIdle(device, buffers, fn)) {
+    return;
+  }
+  detail::launchQueuedFunction(device, buffers, std::move(fn), std::move(what));
 }
 
 bool runOnDeviceIfIdle(c10::DeviceIndex device,

@@ -275,17 +275,21 @@ Rule::Rule(const c10::OperatorHandle& handle, bool has_shape)
       returned_argument.push_back(writtenArgumentFor(schema, r));
     }
   }
+  // Note [Learned shapes]: an operator whose results would depend on more
+  // than its key (random draws, a device argument, CPU tensors by design,
+  // data-dependent shapes) learns nothing.
+  may_learn = !random_without_generator && !has_generator &&
+              !allows_cpu_tensors &&
+              !op.hasTag(at::Tag::dynamic_output_shape) &&
+              std::none_of(kinds.begin(), kinds.end(),
+                           [](ArgKind k) { return k == ArgKind::kDevice; });
+  learns_written = results == Results::kArguments && !has_shape && may_learn &&
+                   !schema.returns().empty();
   functional = computableThroughOut(op);
   if (!functional) {
     return;
   }
-  // Note [Learned shapes]: an operator whose results would depend on more
-  // than its key (random draws, a device argument, CPU tensors by design)
-  // learns nothing.
-  learns_shapes = !has_shape && !random_without_generator && !has_generator &&
-                  !allows_cpu_tensors &&
-                  std::none_of(kinds.begin(), kinds.end(),
-                               [](ArgKind k) { return k == ArgKind::kDevice; });
+  learns_shapes = !has_shape && may_learn;
   if (!has_shape && !learns_shapes) {
     return;
   }

@@ -53,7 +53,9 @@
 // --8<-- [end:emulated-execution]
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -145,6 +147,19 @@ class DeviceCopies {
 void runOnDevice(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
                  c10::function_ref<void()> fn);
 
+/// Queues `fn` as a kernel on the current stream of `device`, with access
+/// to the allocations that hold `buffers`, and returns at once, as the
+/// emulated operators are queued (Note [Queued operators]): `fn` owns what
+/// it runs on (it is copied), runs with the caller's thread-local state,
+/// and an exception it throws becomes the stream's sticky error, raised
+/// at the next synchronization under the name `what`. Small work (`bytes`
+/// at most 1 MiB) on an idle stream runs at once on this thread, and
+/// under ACCGEN_LAUNCH_BLOCKING=1 it runs as runOnDevice does: an
+/// exception then raises here.
+void queueOnDevice(c10::DeviceIndex device, c10::ArrayRef<const void*> buffers,
+                   std::size_t bytes, std::function<void()> fn,
+                   std::string what);
+
 /// The device tensors one piece of CPU code reads and writes. Viewing one
 /// (`views(t)`) gives its host alias and records its allocation; run()
 /// runs the code as a kernel on their device's current stream with access
@@ -159,6 +174,10 @@ class HostViews {
 
   /// Runs `fn` with access to every tensor viewed so far.
   void run(c10::function_ref<void()> fn) const;
+  /// Queues `fn` with access to every tensor viewed so far (queueOnDevice):
+  /// `fn` holds the host views it uses. Where the host cannot address
+  /// device memory, as run().
+  void queue(std::function<void()> fn, std::string what) const;
 
   /// The device of the tensors viewed (the current one before any).
   c10::Device device() const;
@@ -171,6 +190,7 @@ class HostViews {
   };
   std::vector<const void*> buffers_;
   std::vector<Copied> copies_;
+  std::size_t bytes_ = 0;
   c10::DeviceIndex device_ = -1;
 };
 

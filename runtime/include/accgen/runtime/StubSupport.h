@@ -14,6 +14,8 @@
 #define HAVE_AVX2_CPU_DEFINITION
 #endif
 
+#include <cstddef>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -47,6 +49,7 @@ class StubBuffers {
       if (t.storage().data() != nullptr) {
         buffers_.push_back(t.storage().data());
       }
+      bytes_ += t.nbytes();
     }
   }
   // Any other argument: a TensorIterator of a stub typed with the derived
@@ -63,6 +66,8 @@ class StubBuffers {
     return device_ < 0 ? currentDevice() : device_;
   }
   c10::ArrayRef<const void*> buffers() const { return buffers_; }
+  /// The bytes of the operands.
+  std::size_t bytes() const { return bytes_; }
 
  private:
   // --8<-- [start:stub-entries-do-not-cast]
@@ -96,8 +101,41 @@ class StubBuffers {
   }
 
   c10::SmallVector<const void*, 4> buffers_;
+  std::size_t bytes_ = 0;
   c10::DeviceIndex device_ = -1;
 };
+
+// An argument a queued loop keeps: a copy of the iterator whose operands
+// hold their tensors (the caller's may be gone when the loop runs), or the
+// value of a scalar.
+struct OwnedStubArg {
+  // TensorIteratorBase keeps its operands protected; a member pointer named
+  // through a derived class reads them.
+  struct Operands : at::TensorIteratorBase {
+    static constexpr auto kOperands = &Operands::operands_;
+  };
+  static at::TensorIterator of(const at::TensorIteratorBase& iter) {
+    at::TensorIterator owned(iter);
+    for (at::OperandInfo& op : owned.*Operands::kOperands) {
+      op.tensor(c10::MaybeOwned<at::TensorBase>::owned(
+          at::TensorBase(op.tensor_base())));
+    }
+    return owned;
+  }
+  template <class T>
+  static std::decay_t<T> of(const T& value) {
+    return value;
+  }
+};
+
+// Whether a loop with an argument of type T may be queued: iterators and
+// values are kept; anything else (a generator, whose draws must happen in
+// the host's order) makes the loop wait.
+template <class T>
+inline constexpr bool kQueueableStubArg =
+    std::is_base_of_v<at::TensorIteratorBase, std::decay_t<T>> ||
+    std::is_arithmetic_v<std::decay_t<T>> || std::is_enum_v<std::decay_t<T>> ||
+    std::is_same_v<std::decay_t<T>, c10::Scalar>;
 
 // The device's entry of a DispatchStub: its CPU loop, launched on the device.
 template <auto& stub, class Fn>
@@ -121,7 +159,20 @@ struct OnDevice<stub, void (*)(Args...)> {
       }
       return;
     }
-    emulate::runOnDevice(buffers.device(), buffers.buffers(), loop);
+    if constexpr ((kQueueableStubArg<Args> && ...)) {
+      // Note [Queued operators]: the iterator checked the operands on the
+      // host; the loop is queued with what it reads.
+      emulate::queueOnDevice(
+          buffers.device(), buffers.buffers(), buffers.bytes(),
+          [owned = std::make_tuple(OwnedStubArg::of(args)...)]() mutable {
+            std::apply(
+                [](auto&... kept) { stub(c10::DeviceType::CPU, kept...); },
+                owned);
+          },
+          c10::str("the ", kDeviceName, " stub loop"));
+    } else {
+      emulate::runOnDevice(buffers.device(), buffers.buffers(), loop);
+    }
   }
 };
 
