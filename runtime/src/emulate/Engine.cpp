@@ -237,15 +237,10 @@ bool shapesToQueue(Rule& rule, Call& call, ShapeCache::Results& shapes) {
 
 // Rule 3, queued (Note [Queued operators]): an in-place operator whose
 // shape function accepts the arguments and keeps the geometry of the ones
-// it writes, or whose written arguments have the geometry `learned` that an
-// earlier call with the same key kept; false, with nothing queued,
-// otherwise.
-bool queueInPlace(Rule& rule, Call& call, AliasSet& aliases,
-                  const ShapeCache::Results* learned) {
+// it writes; false, with nothing queued, otherwise.
+bool queueInPlace(Rule& rule, Call& call, AliasSet& aliases) {
   ShapeCache::Results shapes;
-  if (learned != nullptr) {
-    shapes = *learned;
-  } else if (!shapesToQueue(rule, call, shapes)) {
+  if (!shapesToQueue(rule, call, shapes)) {
     return false;
   }
   // The written arguments keep their geometry, checked before anything is
@@ -329,34 +324,6 @@ bool queueLearned(Rule& rule, Call& call, AliasSet& aliases,
   return true;
 }
 
-// The geometry of the call's written arguments' host aliases; empty when
-// one no longer starts at the device data it was made over (the kernel
-// moved it).
-ShapeCache::Results writtenGeometry(const AliasSet& aliases) {
-  ShapeCache::Results geometry;
-  bool moved = false;
-  aliases.forEachWritten([&](const at::Tensor& host, const void* data) {
-    moved = moved || host.storage().data() != data;
-    geometry.push_back({c10::SmallVector<int64_t, 5>(host.sizes()),
-                        c10::SmallVector<int64_t, 5>(host.strides()),
-                        host.scalar_type()});
-  });
-  if (moved) {
-    geometry.clear();
-  }
-  return geometry;
-}
-
-bool sameGeometry(const ShapeCache::Results& a, const ShapeCache::Results& b) {
-  return a.size() == b.size() &&
-         std::equal(
-             a.begin(), a.end(), b.begin(),
-             [](const ShapeCache::Result& x, const ShapeCache::Result& y) {
-               return x.sizes == y.sizes && x.strides == y.strides &&
-                      x.dtype == y.dtype;
-             });
-}
-
 // Rule 3: the CPU kernel on host aliases. With `learn`, the shapes of its
 // results, when all are fresh, are kept under that key for rule 1.
 void runDirect(Rule& rule, Call& call,
@@ -386,29 +353,10 @@ void runDirect(Rule& rule, Call& call,
     const at::AutoDispatchBelowADInplaceOrView below_autograd;
     fn();
   } else {
-    // Note [Learned shapes]: an in-place or out= form without a shape
-    // function may be queued once a call with the same key (which holds
-    // what the arguments share) kept its written arguments' geometry.
-    std::optional<ShapeCache::Key> written_key;
-    ShapeCache::Results written_shapes;
-    bool seen_written = false;
-    if (rule.learns_written && queueable(rule)) {
-      ShapeCache::Key key;
-      keyDefaults(key);
-      if (call.key(key)) {
-        aliases.keySharing(key);
-        seen_written = rule.shapes.lookup(key, written_shapes);
-        written_key.emplace(std::move(key));
-      }
-    }
     const bool may_queue =
         queueable(rule) &&
-        (rule.has_shape_function || graphCaptureInProgress() || seen_written) &&
+        (rule.has_shape_function || graphCaptureInProgress()) &&
         rule.results == Rule::Results::kArguments;
-    ShapeCache::Results written_before;
-    if (written_key.has_value() && !seen_written) {
-      written_before = writtenGeometry(aliases);
-    }
     // Note [Learned shapes]: without an out= overload, a functional
     // operator may be queued once it learned its shapes.
     const bool may_queue_learned =
@@ -428,8 +376,7 @@ void runDirect(Rule& rule, Call& call,
     bool resized = false;
     if (!launchIfSmall(aliases, may_queue || may_queue_learned, fn,
                        /*fresh_results=*/false, resized)) {
-      if (may_queue && queueInPlace(rule, call, aliases,
-                                    seen_written ? &written_shapes : nullptr)) {
+      if (may_queue && queueInPlace(rule, call, aliases)) {
         return;
       }
       if (may_queue_learned && queueLearned(rule, call, aliases, learn)) {
@@ -437,10 +384,6 @@ void runDirect(Rule& rule, Call& call,
       }
       launchAndWait(aliases.device(), aliases.buffers(), fn,
                     /*fresh_results=*/false, &rule.op);
-    }
-    if (written_key.has_value() && !seen_written && !written_before.empty() &&
-        sameGeometry(writtenGeometry(aliases), written_before)) {
-      rule.shapes.insert(std::move(*written_key), written_before);
     }
   }
   aliases.reconcileWritten();

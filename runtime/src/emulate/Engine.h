@@ -111,10 +111,6 @@ struct Rule {
   bool learns_shapes = false;
   // Its results depend on its key alone: it may learn its shapes.
   bool may_learn = false;
-  // An in-place or out= form without a shape function that may learn: the
-  // geometry its written arguments keep, for the calls that may be queued
-  // (Note [Learned shapes]).
-  bool learns_written = false;
   // The boxed representation's shape function, when there is one.
   std::optional<c10::KernelFunction> shape;
   // Cleared for good when the out= kernel resized a result it was given.

@@ -125,9 +125,7 @@ void parkIfExiting() noexcept {
 //  - an in-place or out= form whose registration brings its shape function
 //    (at::meta::add_: the in-place forms of structured groups), which
 //    checks the arguments on the host and keeps the geometry of the ones it
-//    writes, and, without one (zero_, linalg_vector_norm.out: those the
-//    emulate fallback catches), once an earlier call with the same key,
-//    which says what the arguments share, kept that geometry;
+//    writes;
 //  - a stub's loop (`kind: stub`), whose TensorIterator checked the
 //    operands on the host: it is queued with a copy of the iterator that
 //    holds them, unless the stub takes a generator;
@@ -144,10 +142,13 @@ void parkIfExiting() noexcept {
 // Everything else waits for the stream: random operators (the default
 // generator is swapped for the call), operators whose result shapes depend
 // on the data (nonzero, as on CUDA), the CPU fallback (`kind: fallback`,
-// which copies the operands to the host), and the first call with a key of
-// an operator that learns its shapes or geometry (the first call of each
-// operator computed through its out= overload too). A graph capture can
-// only queue: it queues in-place and out= forms not seen before too, gives a
+// which copies the operands to the host), in-place and out= forms without a
+// shape function (those the emulate fallback catches: zero_, which
+// zeros_like and torch.zeros run, and linalg_vector_norm.out), and the
+// first call with a key of an operator that learns its shapes (the first
+// call of each operator computed through its out= overload too). A graph
+// capture can only queue: it queues those in-place and out= forms too,
+// gives a
 // functional operator with neither a shape function nor learned shapes its
 // Meta kernel's shapes, and refuses what must wait (Note [Device graphs]).
 // A queued kernel owns its host aliases and a boxed copy of its host

@@ -283,8 +283,6 @@ Rule::Rule(const c10::OperatorHandle& handle, bool has_shape)
               !op.hasTag(at::Tag::dynamic_output_shape) &&
               std::none_of(kinds.begin(), kinds.end(),
                            [](ArgKind k) { return k == ArgKind::kDevice; });
-  learns_written = results == Results::kArguments && !has_shape && may_learn &&
-                   !schema.returns().empty();
   functional = computableThroughOut(op);
   if (!functional) {
     return;

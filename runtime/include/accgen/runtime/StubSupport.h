@@ -106,8 +106,9 @@ class StubBuffers {
 };
 
 // An argument a queued loop keeps: a copy of the iterator whose operands
-// hold their tensors (the caller's may be gone when the loop runs), or the
-// value of a scalar.
+// are its own tensors over the same memory (the caller's may be gone when
+// the loop runs; as on CUDA, the loop keeps no device memory allocated:
+// ownedByLaunch), or the value of a scalar.
 struct OwnedStubArg {
   // TensorIteratorBase keeps its operands protected; a member pointer named
   // through a derived class reads them.
@@ -118,7 +119,7 @@ struct OwnedStubArg {
     at::TensorIterator owned(iter);
     for (at::OperandInfo& op : owned.*Operands::kOperands) {
       op.tensor(c10::MaybeOwned<at::TensorBase>::owned(
-          at::TensorBase(op.tensor_base())));
+          ownedByLaunch(at::Tensor(op.tensor_base()))));
     }
     return owned;
   }

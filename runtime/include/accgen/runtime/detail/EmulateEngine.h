@@ -163,17 +163,6 @@ class AliasSet {
   std::size_t bytes() const { return bytes_; }
   /// Calls `fn` with each written argument's host alias and the device
   /// bytes it was made over.
-  /// Appends to `key` which of the aliased tensors share memory: for each,
-  /// the index of the first one over the same device memory.
-  void keySharing(ShapeCache::Key& key) const {
-    for (std::size_t i = 0; i < entries_.size(); ++i) {
-      std::size_t first = 0;
-      while (entries_[first].device_data != entries_[i].device_data) {
-        ++first;
-      }
-      key.push_back(static_cast<int64_t>(first));
-    }
-  }
   void forEachWritten(
       c10::function_ref<void(const at::Tensor& host, const void* data)> fn)
       const {
