@@ -224,6 +224,9 @@ at::Tensor orZeros(const at::Tensor& grad, const at::Tensor& like) {
 
 }  // namespace
 
+// The hooks' parameters are the dispatcher's unboxed signature, which takes
+// c10::SymInt by value.
+// NOLINTBEGIN(performance-unnecessary-value-param)
 at::Tensor convolutionOverrideable(
     const at::Tensor& input, const at::Tensor& weight,
     const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride,
@@ -250,9 +253,6 @@ at::Tensor convolutionOverrideable(
                         host, compute, "convolution_overrideable")[0];
 }
 
-// The hooks' parameters are the dispatcher's unboxed signature, which takes
-// c10::SymInt by value.
-// NOLINTBEGIN(performance-unnecessary-value-param)
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolutionBackwardOverrideable(
     const at::Tensor& grad_output, const at::Tensor& input,
     const at::Tensor& weight, c10::SymIntArrayRef stride,
